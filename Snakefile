@@ -1,0 +1,41 @@
+# ntkpipe workflow: every study in specs/ -> training, kernel and eigendecomposition jobs -> one
+# zarr dataset and figures per study. The Snakefile only wires; the work happens in ntkpipe.jobs.
+#
+#   snakemake --cores 2                                   all studies, default variant
+#   snakemake --cores 2 --config variant=paper            the larger variant of each study
+#   snakemake --cores 2 results/depth_scaling/depth_scaling.zarr   one study
+#   snakemake --cores 2 --config studies=depth_scaling    idem, with its figures
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version
+
+from ntkpipe.errors import SpecError
+from ntkpipe.workflow import build_index, enable_compilation_cache
+
+min_version("9.0")
+
+RESULTS = config.get("results", "results")
+try:
+    INDEX = build_index(config.get("specs", "specs"), RESULTS, config.get("variant", "default"),
+                        config.get("studies"))
+except SpecError as err:
+    raise WorkflowError(str(err)) from None
+enable_compilation_cache(RESULTS)
+
+
+wildcard_constraints:
+    run_id="[0-9a-f]{16}",
+    stage_id="[0-9a-f]{16}",
+    tag="[a-z][a-z0-9_]*(-[a-z0-9_]+)?",
+    figure="[A-Za-z0-9_]+",
+
+
+rule all:
+    default_target: True
+    input:
+        INDEX.targets(),
+
+
+include: "rules/kernels.smk"
+include: "rules/train.smk"
+include: "rules/aggregate.smk"
+include: "rules/plot.smk"

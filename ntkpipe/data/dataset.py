@@ -1,0 +1,127 @@
+"""Build a study's train/test arrays from its ``data`` spec.
+
+Order of operations: draw or load inputs → select classes and split (seeded by ``data.seed``) →
+standardize images (remove the train pixel mean, scale to unit mean per-coordinate variance) →
+partial whitening with the train SVD (``gamma``) → targets. Everything is float64; training casts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ntkpipe.data.digits import digits_pool
+from ntkpipe.data.synthetic import gaussian_inputs, unit_teacher
+from ntkpipe.data.whitening import partial_whitening_map
+from ntkpipe.spec.schema import DataSpec
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Inputs (n, D) and targets (n, C). ``beta`` is the teacher direction of linear-teacher data."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    beta: np.ndarray | None = None
+    class_labels: dict = field(default_factory=dict)
+
+    @property
+    def x_all(self) -> np.ndarray:
+        """Train then test inputs: the row order of every train ∪ test Gram."""
+        return np.concatenate([self.x_train, self.x_test])
+
+    @property
+    def n_outputs(self) -> int:
+        return self.y_train.shape[1]
+
+    def with_targets(self, y_all: np.ndarray) -> "Dataset":
+        """Replace the targets by ``y_all`` (n_train + n_test, C), train rows first."""
+        n = self.x_train.shape[0]
+        return Dataset(self.x_train, y_all[:n], self.x_test, y_all[n:], self.beta, self.class_labels)
+
+
+SOURCE_CLASSES = {"digits": 10, "mnist": 10, "cifar10": 10}
+
+
+def output_count(spec: DataSpec) -> int:
+    """Network outputs C the targets need: 1 for a teacher, ±1 labels or sign φ_j; else one per class."""
+    if spec.source == "linear_teacher" or spec.labels.kind == "eigenvector_sign":
+        return 1
+    n_classes = len(spec.classes) if spec.classes is not None else SOURCE_CLASSES[spec.source]
+    return 1 if n_classes == 2 else n_classes
+
+
+def load_dataset(spec: DataSpec) -> Dataset:
+    """The inputs and default targets of ``spec`` (labels from stages are applied by the caller)."""
+    rng = np.random.default_rng(spec.seed)
+    if spec.source == "linear_teacher":
+        x = gaussian_inputs(spec.n_train + spec.n_test, spec.dim, rng)
+        x_train, x_test = x[: spec.n_train], x[spec.n_train:]
+        labels_train = labels_test = None
+    else:
+        x_train, labels_train, x_test, labels_test = _image_split(spec, rng)
+        x_train, x_test = _standardize(x_train, x_test)
+    if spec.gamma is not None:
+        m = partial_whitening_map(x_train, spec.gamma)
+        x_train, x_test = x_train @ m, x_test @ m
+    if spec.source == "linear_teacher":
+        beta = unit_teacher(spec.dim, rng)
+        y_train = spec.teacher_scale * (x_train @ beta)[:, None]
+        y_test = spec.teacher_scale * (x_test @ beta)[:, None]
+        return Dataset(x_train, y_train, x_test, y_test, beta=beta)
+    classes = sorted(set(labels_train.tolist()) | set(labels_test.tolist())) if spec.classes is None else spec.classes
+    return Dataset(x_train, class_targets(labels_train, classes), x_test, class_targets(labels_test, classes),
+                   class_labels={"classes": list(classes)})
+
+
+def class_targets(labels: np.ndarray, classes: list[int]) -> np.ndarray:
+    """Two classes → (n, 1) with −1 for ``classes[0]`` and +1 for ``classes[1]``; more → one-hot (n, C)."""
+    position = {c: i for i, c in enumerate(classes)}
+    index = np.array([position[c] for c in labels.tolist()], dtype=np.int64)
+    if len(classes) == 2:
+        return np.where(index == 1, 1.0, -1.0)[:, None]
+    return np.eye(len(classes))[index]
+
+
+def _image_split(spec: DataSpec, rng: np.random.Generator):
+    """Class-filtered, shuffled train and test images as float64 (n, D) in [0, 1], and their labels."""
+    if spec.source == "digits":
+        x, labels = digits_pool()
+        x, labels = _keep_classes(x, labels, spec.classes)
+        order = rng.permutation(len(x))
+        need = spec.n_train + spec.n_test
+        if need > len(x):
+            raise ValueError(f"data.n_train + data.n_test = {need} exceeds the {len(x)} digits "
+                             f"of classes {spec.classes or 'all'}; lower them")
+        train, test = order[: spec.n_train], order[spec.n_train: need]
+        return x[train], labels[train], x[test], labels[test]
+    from ntkpipe.data.files import load_cifar10, load_mnist, resolve_data_dir
+
+    loader = {"mnist": load_mnist, "cifar10": load_cifar10}[spec.source]
+    arrays = loader(resolve_data_dir(spec.path, spec.source))
+    out = []
+    for split, n in (("train", spec.n_train), ("test", spec.n_test)):
+        x = arrays[f"x_{split}"].reshape(len(arrays[f"x_{split}"]), -1).astype(np.float64) / 255.0
+        x, labels = _keep_classes(x, arrays[f"y_{split}"].astype(np.int64), spec.classes)
+        if n > len(x):
+            raise ValueError(f"data.n_{split} = {n} exceeds the {len(x)} {split} images of "
+                             f"{spec.source} classes {spec.classes or 'all'}; lower it")
+        pick = rng.permutation(len(x))[:n]
+        out += [x[pick], labels[pick]]
+    return tuple(out)
+
+
+def _keep_classes(x, labels, classes):
+    if classes is None:
+        return x, labels
+    mask = np.isin(labels, classes)
+    return x[mask], labels[mask]
+
+
+def _standardize(x_train: np.ndarray, x_test: np.ndarray):
+    mean = x_train.mean(axis=0)
+    scale = np.sqrt(np.mean((x_train - mean) ** 2))
+    return (x_train - mean) / scale, (x_test - mean) / scale

@@ -1,0 +1,12 @@
+"""scikit-learn's bundled 8×8 digits (1,797 images, 64 pixels, values 0–16): the built-in real data."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.datasets import load_digits
+
+
+def digits_pool() -> tuple[np.ndarray, np.ndarray]:
+    """All digits as ``(x (1797, 64) float64 in [0, 1], labels (1797,) int)``."""
+    bunch = load_digits()
+    return bunch.data.astype(np.float64) / 16.0, bunch.target.astype(np.int64)

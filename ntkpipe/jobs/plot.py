@@ -1,0 +1,18 @@
+"""The plotting job: one figure of a study dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ntkpipe.plots import PLOTTERS
+from ntkpipe.plots.style import save
+from ntkpipe.spec.plan import StudyPlan
+from ntkpipe.store import read_store
+
+
+def plot_figure(plan: StudyPlan, name: str, out: str | Path) -> Path:
+    """Draw figure ``name`` of ``plan`` from its study dataset into ``out`` (PNG)."""
+    spec = next(f for f in plan.study.spec.figures if f.name == name)
+    ds = read_store(plan.dataset_path).load()
+    title = spec.title or f"{plan.tag}: {name.replace('_', ' ')}"
+    return save(PLOTTERS[spec.kind](ds, spec, title), out)

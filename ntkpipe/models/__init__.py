@@ -1,0 +1,7 @@
+"""Network architectures (equinox modules) and their linearizations."""
+
+from ntkpipe.models.build import build_model, run_keys
+from ntkpipe.models.linearized import Linearized, trainable
+from ntkpipe.models.mlp import ACTIVATIONS, MLP
+
+__all__ = ["ACTIVATIONS", "MLP", "Linearized", "build_model", "run_keys", "trainable"]

@@ -1,0 +1,49 @@
+"""First-order Taylor model of a network around its initialization.
+
+    f_lin(x; θ) = f(x; θ₀) + ∇_θ f(x; θ₀) · (θ − θ₀)          (linearized-networks Eq. 1)
+
+computed with one ``jax.jvp``; its tangent kernel is the initial NTK of the network at every θ.
+Only ``params`` (θ) is trainable: use :func:`trainable` to split the module before differentiating.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+
+class Linearized(eqx.Module):
+    """Linearization of ``origin`` (θ₀); ``params`` (θ) starts equal to it."""
+
+    params: eqx.Module
+    origin: eqx.Module
+
+    def __init__(self, model: eqx.Module):
+        self.params = model
+        self.origin = model
+
+    def __call__(self, x: Float[Array, " D"]) -> Float[Array, " C"]:
+        origin_arrays, static = eqx.partition(self.origin, eqx.is_inexact_array)
+        origin_arrays = jax.lax.stop_gradient(origin_arrays)
+        delta = jax.tree.map(
+            jnp.subtract, eqx.filter(self.params, eqx.is_inexact_array), origin_arrays
+        )
+
+        def f(arrays):
+            return eqx.combine(arrays, static)(x)
+
+        f0, df = jax.jvp(f, (origin_arrays,), (delta,))
+        return f0 + df
+
+
+def trainable(model: eqx.Module) -> tuple[eqx.Module, eqx.Module]:
+    """Split ``model`` into ``(trainable arrays, everything else)`` for ``eqx.combine``.
+
+    A :class:`Linearized` model trains only ``params``; its ``origin`` θ₀ is frozen.
+    """
+    spec = jax.tree.map(eqx.is_inexact_array, model)
+    if isinstance(model, Linearized):
+        spec = eqx.tree_at(lambda m: m.origin, spec, replace_fn=lambda o: jax.tree.map(lambda _: False, o))
+    return eqx.partition(model, spec)

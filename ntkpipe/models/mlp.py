@@ -1,0 +1,120 @@
+"""Fully connected networks in standard and NTK parameterization.
+
+For depth L (number of weight layers), input h_0 = x ∈ R^D and widths n_0 = D, n_1 … n_{L-1} = N,
+n_L = C, the network computes
+
+    z_ℓ = c_ℓ W_ℓ h_{ℓ-1} + b_ℓ,    h_ℓ = φ(z_ℓ)  (ℓ < L),    f(x) = κ z_L,
+
+with κ the output scale. The two parameterizations differ in where the init scale σ sits
+(neural-tangents ``stax.Dense``):
+
+    standard:  W_ℓ ~ N(0, σ²/n_{ℓ-1}),  c_ℓ = 1           (silent-alignment Sec. 3)
+    ntk:       W_ℓ ~ N(0, 1),           c_ℓ = σ/√n_{ℓ-1}
+
+Both give the same function at init; they differ in the learning dynamics (and the NTK). Biases start
+at zero and enter with multiplier 1.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, PRNGKeyArray
+
+Activation = Literal["linear", "relu", "tanh", "gelu"]
+Parameterization = Literal["standard", "ntk"]
+
+ACTIVATIONS = {
+    "linear": lambda z: z,
+    "relu": jax.nn.relu,
+    "tanh": jnp.tanh,
+    "gelu": lambda z: jax.nn.gelu(z, approximate=False),
+}
+
+
+class MLP(eqx.Module):
+    """Depth-L perceptron ``f: R^D -> R^C`` acting on one example; ``jax.vmap`` it over a batch.
+
+    Attributes:
+        weights: ``W_ℓ`` with shape ``(n_ℓ, n_{ℓ-1})``, ℓ = 1 … L.
+        biases: ``b_ℓ`` with shape ``(n_ℓ,)``, or ``None`` for a bias-free network.
+        multipliers: ``c_ℓ`` (static).
+    """
+
+    weights: tuple[Float[Array, "out in"], ...]
+    biases: tuple[Float[Array, " out"], ...] | None
+    multipliers: tuple[float, ...] = eqx.field(static=True)
+    activation: Activation = eqx.field(static=True)
+    output_scale: float = eqx.field(static=True)
+
+    def __init__(
+        self,
+        in_size: int,
+        width: int,
+        depth: int,
+        out_size: int = 1,
+        *,
+        activation: Activation = "relu",
+        parameterization: Parameterization = "standard",
+        sigma: float = 1.0,
+        output_scale: float = 1.0,
+        bias: bool = False,
+        dtype=jnp.float32,
+        key: PRNGKeyArray,
+    ):
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1 weight layer, got {depth}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        sizes = [in_size] + [width] * (depth - 1) + [out_size]
+        keys = jax.random.split(key, depth)
+        weights, multipliers = [], []
+        for k, fan_in, fan_out in zip(keys, sizes[:-1], sizes[1:]):
+            w = jax.random.normal(k, (fan_out, fan_in), dtype)
+            if parameterization == "standard":
+                weights.append(w * (sigma / math.sqrt(fan_in)))
+                multipliers.append(1.0)
+            elif parameterization == "ntk":
+                weights.append(w)
+                multipliers.append(sigma / math.sqrt(fan_in))
+            else:
+                raise ValueError(f"parameterization must be 'standard' or 'ntk', got {parameterization!r}")
+        self.weights = tuple(weights)
+        self.multipliers = tuple(multipliers)
+        self.biases = tuple(jnp.zeros((n,), dtype) for n in sizes[1:]) if bias else None
+        self.activation = activation
+        self.output_scale = float(output_scale)
+
+    @property
+    def depth(self) -> int:
+        return len(self.weights)
+
+    def layer_inputs_and_output(
+        self, x: Float[Array, " D"], offsets: tuple[Array, ...] | None = None
+    ) -> tuple[tuple[Array, ...], Float[Array, " C"]]:
+        """Return ``(h_0 … h_{L-1}), f(x)``; ``offsets[ℓ]`` is added to z_ℓ (for ∂f/∂z_ℓ)."""
+        phi = ACTIVATIONS[self.activation]
+        h, inputs = x, []
+        for ell, (w, c) in enumerate(zip(self.weights, self.multipliers)):
+            inputs.append(h)
+            z = c * (w @ h)
+            if self.biases is not None:
+                z = z + self.biases[ell]
+            if offsets is not None:
+                z = z + offsets[ell]
+            h = phi(z) if ell < self.depth - 1 else z
+        return tuple(inputs), self.output_scale * h
+
+    def __call__(self, x: Float[Array, " D"]) -> Float[Array, " C"]:
+        return self.layer_inputs_and_output(x)[1]
+
+    def end_to_end_matrix(self) -> Float[Array, "C D"]:
+        """κ c_L W_L ⋯ c_1 W_1: the linear map computed by a bias-free linear network."""
+        m = self.multipliers[0] * self.weights[0]
+        for w, c in zip(self.weights[1:], self.multipliers[1:]):
+            m = c * (w @ m)
+        return self.output_scale * m

@@ -1,0 +1,102 @@
+"""Entry point for empirical NTKs: choose the implementation, cast to float64, compute."""
+
+from __future__ import annotations
+
+import enum
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from ntkpipe.ntk.jacobian import jacobian_ntk
+from ntkpipe.ntk.mlp_layers import mlp_layers_ntk, structured_mlp
+from ntkpipe.ntk.precision import to_float64
+
+
+class NtkImplementation(enum.Enum):
+    """Implementation of :func:`empirical_ntk`.
+
+    Attributes:
+        JACOBIAN: generic, for any equinox model. Per-example Jacobians of each trainable leaf are
+            materialized for a block of x1 rows and a block of x2 rows and contracted,
+            Θ = J(X₁) J(X₂)ᵀ. Time O(n1·n2·C²·P), memory O(block_size·C·P) for P parameters.
+        MLP_LAYERS: structured, for an :class:`~ntkpipe.models.MLP` or a
+            :class:`~ntkpipe.models.Linearized` MLP (whose NTK is its origin's). Uses the layer
+            factorization K_ℓ = ⟨g_ℓ, g_ℓ'⟩ (c_ℓ²⟨h_{ℓ-1}, h_{ℓ-1}'⟩ + [bias]) with g_ℓ = ∂f/∂z_ℓ,
+            so no Jacobian (n_ℓ × n_{ℓ-1} per output) is ever formed: time O(n1·n2·C²·Σ n_ℓ) and
+            memory O(n·C·Σ n_ℓ) besides the output — a width-N layer costs N, not N², per example.
+        AUTO: ``MLP_LAYERS`` when the model is (a linearization of) an MLP, since it is exact and
+            far cheaper in time and memory there; ``JACOBIAN`` otherwise, since it is the only one
+            that needs no knowledge of the architecture.
+    """
+
+    JACOBIAN = "jacobian"
+    MLP_LAYERS = "mlp_layers"
+    AUTO = "auto"
+
+
+def empirical_ntk(
+    model: eqx.Module,
+    x1: Float[ArrayLike, "n1 D"],
+    x2: Float[ArrayLike, "n2 D"] | None = None,
+    *,
+    per_layer: bool = False,
+    implementation: NtkImplementation | str = NtkImplementation.AUTO,
+    block_size: int = 256,
+) -> Float[Array, "*L n1 n2 C C"]:
+    r"""Empirical neural tangent kernel of ``model`` over its trainable parameters, in float64.
+
+    .. math::
+        K_{ijcd} = \sum_θ \frac{∂f_c(x^1_i)}{∂θ} \frac{∂f_d(x^2_j)}{∂θ}
+        \qquad \text{(linearized-networks Eq. 2; } Θ = J(X_1) J(X_2)^⊤\text{)}
+
+    θ runs over ``ntkpipe.models.trainable(model)`` (for a ``Linearized`` model: ``params``, whose
+    NTK is the constant NTK of ``origin``). Parameters and inputs are cast to float64.
+
+    With ``per_layer=True`` the sum over θ is split by weight layer: component ℓ sums W_ℓ and b_ℓ,
+    and the components add up to the full kernel. The readout/hidden split of the kernel-alignment
+    paper is ``K[-1]`` (K_V) vs ``K[:-1].sum(0)`` (K_W). On a non-MLP model (``JACOBIAN``) the
+    components follow :func:`ntkpipe.ntk.jacobian.layer_components`: the first sequence index in a
+    leaf's pytree path (``layers[ℓ].weight`` → ℓ).
+
+    Args:
+        model: equinox module mapping one example ``(D,)`` (or any per-example shape) to ``(C,)``.
+        x1: ``(n1, D)`` inputs.
+        x2: ``(n2, D)`` inputs, or ``None`` for ``x1``.
+        per_layer: return the per-layer components instead of their sum.
+        implementation: a :class:`NtkImplementation` (or its value string).
+        block_size: rows of ``x1`` and of ``x2`` per compiled block, which is computed once per
+            shape; memory grows with it (``JACOBIAN``: ∝ block_size·C·#params). Any value gives
+            the same kernel. With ``x2=None`` only blocks on and above the diagonal are computed.
+
+    Returns:
+        ``(n1, n2, C, C)``, or ``(L, n1, n2, C, C)`` with ``per_layer=True``; use
+        :func:`flatten_gram` for the ``(n1·C, n2·C)`` matrix.
+
+    Raises:
+        ValueError: ``block_size < 1``.
+        TypeError: ``MLP_LAYERS`` was asked for a model that is not (a linearization of) an MLP.
+
+    Example:
+        >>> model = MLP(in_size=8, width=256, depth=3, out_size=10, key=jax.random.key(0))
+        >>> K = empirical_ntk(model, x)                          # (n, n, 10, 10)
+        >>> components = empirical_ntk(model, x, per_layer=True)   # (3, n, n, 10, 10)
+        >>> K_V, K_W = components[-1], components[:-1].sum(0)
+    """
+    implementation = NtkImplementation(implementation)
+    if block_size < 1:
+        raise ValueError(f"block_size must be a positive number of examples, got {block_size}")
+    model = to_float64(model)
+    x1 = jnp.asarray(x1, jnp.float64)
+    x2 = None if x2 is None else jnp.asarray(x2, jnp.float64)
+    mlp = structured_mlp(model)
+    if implementation is NtkImplementation.AUTO:
+        implementation = NtkImplementation.JACOBIAN if mlp is None else NtkImplementation.MLP_LAYERS
+    if implementation is NtkImplementation.JACOBIAN:
+        return jacobian_ntk(model, x1, x2, per_layer=per_layer, block_size=block_size)
+    if mlp is None:
+        raise TypeError(
+            f"NtkImplementation.MLP_LAYERS needs an ntkpipe MLP or a Linearized MLP, got "
+            f"{type(model).__name__}; use NtkImplementation.JACOBIAN (or AUTO) for other models"
+        )
+    return mlp_layers_ntk(mlp, x1, x2, per_layer=per_layer, block_size=block_size)

@@ -1,0 +1,103 @@
+r"""Generic NTK of any equinox model by blocked contraction of per-leaf Jacobians.
+
+    Θ^{cd}(x, x') = Σ_leaves Σ_p ∂f_c(x)/∂θ_p · ∂f_d(x')/∂θ_p = J(x) J(x')ᵀ
+
+over the trainable leaves (:func:`ntkpipe.models.trainable`). Each block of (x1 rows) × (x2 rows)
+materializes the two Jacobians, so memory is ∝ block_size × C × #params. For x2 = x1 only the
+blocks on and above the diagonal are computed.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.tree_util import SequenceKey, tree_flatten_with_path
+from jaxtyping import Array, Float, Int
+
+from ntkpipe.models import trainable
+from ntkpipe.ntk.blocking import assemble_gram
+
+
+def _first_sequence_index(path) -> int | None:
+    return next((key.idx for key in path if isinstance(key, SequenceKey)), None)
+
+
+def layer_components(arrays) -> tuple[tuple[int, ...], int]:
+    """Per-layer component of each leaf of ``arrays`` (in ``jax.tree.leaves`` order), and their count.
+
+    Rule: a leaf's layer is the first sequence index in its pytree path (``weights[ℓ]`` and
+    ``biases[ℓ]`` → ℓ; ``layers[ℓ].weight`` → ℓ). Distinct indices, ranked ascending, are the
+    components 0, 1, …; a leaf with no index in its path is a component of its own, after those,
+    in pytree order.
+
+    Example: an MLP with ``weights[0..2]`` and ``biases[0..2]`` gives ``((0, 1, 2, 0, 1, 2), 3)``.
+    """
+    indices = [_first_sequence_index(path) for path, _ in tree_flatten_with_path(arrays)[0]]
+    ranks = {index: rank for rank, index in enumerate(sorted({i for i in indices if i is not None}))}
+    components, count = [], len(ranks)
+    for index in indices:
+        if index is None:
+            components.append(count)
+            count += 1
+        else:
+            components.append(ranks[index])
+    return tuple(components), count
+
+
+def _per_example_jacobians(arrays, rest, x: Float[Array, "n ..."]) -> list[Float[Array, "n C P"]]:
+    def output(leaves, example):
+        return eqx.combine(leaves, rest)(example)
+
+    jacobians = jax.vmap(jax.jacrev(output), in_axes=(None, 0))(arrays, x)
+    return [j.reshape(*j.shape[:2], -1) for j in jax.tree.leaves(jacobians)]
+
+
+@eqx.filter_jit
+def _gram_block(
+    arrays,
+    rest,
+    x1: Float[Array, "n1 ..."],
+    x2: Float[Array, "n2 ..."],
+    row: Int[Array, ""],
+    col: Int[Array, ""],
+    sizes: tuple[int, int],
+    components: tuple[int, ...] | None,
+) -> Float[Array, "*L a b C C"]:
+    jacobians1 = _per_example_jacobians(arrays, rest, lax.dynamic_slice_in_dim(x1, row, sizes[0]))
+    jacobians2 = _per_example_jacobians(arrays, rest, lax.dynamic_slice_in_dim(x2, col, sizes[1]))
+    terms = [jnp.einsum("acp,bdp->abcd", j1, j2) for j1, j2 in zip(jacobians1, jacobians2)]
+    if components is None:
+        return sum(terms[1:], terms[0])
+    grams = [
+        sum(term for term, c in zip(terms, components) if c == component)
+        for component in range(max(components) + 1)
+    ]
+    return jnp.stack(grams)
+
+
+def jacobian_ntk(
+    model: eqx.Module,
+    x1: Float[Array, "n1 ..."],
+    x2: Float[Array, "n2 ..."] | None,
+    *,
+    per_layer: bool,
+    block_size: int,
+) -> Float[Array, "*L n1 n2 C C"]:
+    """NTK of a float64 ``model`` (``x2=None``: x1) over its trainable leaves, in block_size × block_size blocks.
+
+    Memory: two blocks of Jacobians, 2·block_size·C·#params floats, the output, and one block.
+    """
+    arrays, rest = trainable(model)
+    components, count = layer_components(arrays) if per_layer else (None, 0)
+    (num_outputs,) = jax.eval_shape(model, x1[0]).shape
+    symmetric, x2 = x2 is None, x1 if x2 is None else x2
+    sizes = (min(block_size, len(x1)), min(block_size, len(x2)))
+    leading = (count,) if per_layer else ()
+    return assemble_gram(
+        lambda row, col: _gram_block(arrays, rest, x1, x2, row, col, sizes, components),
+        (*leading, len(x1), len(x2), num_outputs, num_outputs),
+        sizes,
+        symmetric,
+    )

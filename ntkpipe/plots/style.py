@@ -1,0 +1,75 @@
+"""Shared figure conventions: axis and variable labels, hue colours, selection, saving.
+
+Figures use matplotlib's object API (no pyplot state), so several plotting jobs may run in
+threads of one Snakemake process.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+
+from ntkpipe.measure.registry import REGISTRY
+
+AXIS_LABELS = {
+    "sigma": "init scale σ", "depth": "depth L", "seed": "seed", "gamma": "whitening exponent γ",
+    "eigen_index": "eigenfunction index j", "model_kind": "model", "width": "width N", "lr": "learning rate η",
+    "n_train": "training points P", "output_scale": "output scale", "teacher_scale": "teacher scale s",
+}
+AXIS_SYMBOLS = {"sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
+                "n_train": "P", "teacher_scale": "s"}
+TIME_LABEL = "time t = η · step"
+
+
+def variable_label(name: str) -> str:
+    return REGISTRY[name].label if name in REGISTRY else name
+
+
+def axis_label(name: str) -> str:
+    return AXIS_LABELS.get(name, name)
+
+
+def hue_label(axis_name: str, value) -> str:
+    if isinstance(value, str):
+        return value
+    shown = f"{value:.3g}" if isinstance(value, float) else str(value)
+    return f"{AXIS_SYMBOLS.get(axis_name, axis_name)} = {shown}"
+
+
+def is_numeric(values) -> bool:
+    return np.asarray(values).dtype.kind in "iuf"
+
+
+def hue_colors(values) -> list:
+    """Categorical colours (tab10) for few or non-numeric values, a viridis ramp otherwise."""
+    n = len(values)
+    if n <= 10 and (n <= 6 or not is_numeric(values)):
+        return [matplotlib.colormaps["tab10"](i) for i in range(n)]
+    return [matplotlib.colormaps["viridis"](x) for x in np.linspace(0.0, 0.9, n)]
+
+
+def select(ds: xr.Dataset, where: dict) -> xr.Dataset:
+    """Restrict to ``where`` (axis: value) and drop the selected axes."""
+    return ds.sel(where) if where else ds
+
+
+def new_figure(n_rows: int, n_cols: int, *, width: float = 4.2, height: float = 3.3):
+    fig = Figure(figsize=(width * n_cols, height * n_rows), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False)
+    return fig, axes
+
+
+def save(fig: Figure, path: str | Path) -> Path:
+    """Write a PNG atomically (temporary name, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp-{uuid.uuid4().hex[:8]}.png")
+    fig.savefig(tmp, dpi=130)
+    os.replace(tmp, path)
+    return path

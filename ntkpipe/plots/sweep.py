@@ -1,0 +1,79 @@
+"""``kind: sweep`` figures: measurements against a sweep axis, one colour per hue value.
+
+Lines are the mean over every other axis (e.g. seeds) with a ±1 sd band, dots the individual runs;
+a series measurement is taken at its last finite time. Several y variables share the colours and
+differ in line style and marker. ``theory`` is drawn dashed in a darker shade of the colour; ``fit`` adds the
+fitted exponent (power law) or slope in ln x (log law) of each line to the legend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from matplotlib.colors import to_rgb
+
+from ntkpipe.measure.fits import FITS
+from ntkpipe.plots.style import axis_label, hue_colors, hue_label, new_figure, select, variable_label
+
+STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
+
+
+def final_value(var: xr.DataArray) -> xr.DataArray:
+    """The last finite value along ``time`` (for series), else the variable itself."""
+    if "time" not in var.dims:
+        return var
+    var = var.transpose(..., "time")
+    values = var.values
+    finite = np.isfinite(values)
+    last = np.where(finite.any(-1), values.shape[-1] - 1 - np.argmax(finite[..., ::-1], axis=-1), 0)
+    picked = np.take_along_axis(values, last[..., None], axis=-1)[..., 0]
+    return xr.DataArray(np.where(finite.any(-1), picked, np.nan), dims=var.dims[:-1],
+                        coords={d: var[d] for d in var.dims[:-1]})
+
+
+def _reduce(var: xr.DataArray, x: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """x values, mean and sd over the other dims, and all (x, y) pairs as a (2, n) array."""
+    other = [d for d in var.dims if d != x]
+    mean = var.mean(other, skipna=True).values if other else var.values
+    sd = var.std(other, skipna=True).values if other else np.zeros_like(mean)
+    xs = np.broadcast_to(var[x].values.reshape([-1 if d == x else 1 for d in var.dims]), var.shape)
+    return var[x].values, mean, sd, np.stack([xs.ravel(), var.values.ravel()])
+
+
+def plot_sweep(ds: xr.Dataset, spec, title: str):
+    ds = select(ds, spec.where)
+    ys = [spec.y] if isinstance(spec.y, str) else list(spec.y)
+    hues = list(ds[spec.hue].values) if spec.hue else [None]
+    fig, axes = new_figure(1, 1, width=5.4, height=4.1)
+    ax = axes[0, 0]
+    for color, h in zip(hue_colors(hues), hues):
+        sub = ds.sel({spec.hue: h}) if spec.hue else ds
+        for (style, marker), name in zip(STYLES, ys):
+            xv, mean, sd, pairs = _reduce(final_value(sub[name]), spec.x)
+            keep = np.isfinite(mean)
+            if not keep.any():
+                continue
+            parts = [hue_label(spec.hue, h)] if spec.hue else []
+            if len(ys) > 1 or not spec.hue:
+                parts.append(variable_label(name))
+            label = ", ".join(parts)
+            if spec.fit:
+                slope, _, stderr = FITS[spec.fit](pairs[0], pairs[1])
+                label += f" ({'exponent' if spec.fit == 'power_law' else 'slope in ln x'} {slope:.2f} ± {stderr:.2f})"
+            ax.plot(xv[keep], mean[keep], linestyle=style, marker=marker, color=color, label=label, lw=1.6, ms=4)
+            ax.fill_between(xv[keep], (mean - sd)[keep], (mean + sd)[keep], color=color, alpha=0.12, lw=0)
+            ax.plot(pairs[0], pairs[1], ".", color=color, alpha=0.35, ms=3)
+        if spec.theory:
+            xv, theory, _, _ = _reduce(final_value(sub[spec.theory]), spec.x)
+            ok = np.isfinite(theory)
+            ax.plot(xv[ok], theory[ok], "--", color=tuple(0.55 * c for c in to_rgb(color)), lw=1.6, zorder=3)
+    if spec.theory:
+        ax.plot([], [], "--", color="0.3", label=f"{variable_label(spec.theory)} (dashed)")
+    ax.set_xscale("log" if spec.logx else "linear")
+    ax.set_yscale("log" if spec.logy else "linear")
+    ax.set_xlabel(axis_label(spec.x))
+    ax.set_ylabel(spec.ylabel or " / ".join(variable_label(v) for v in ys))
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
+    ax.set_title(title, fontsize=10)
+    return fig

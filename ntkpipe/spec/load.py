@@ -1,0 +1,266 @@
+"""Load a study spec: parse, merge the chosen variant, validate, expand the sweep.
+
+Every problem is reported as ``line N: key.path: what is wrong (did you mean ...?)`` in one
+:class:`~ntkpipe.errors.SpecError` that names the file; nothing runs and nothing is written.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ntkpipe.errors import SpecError
+from ntkpipe.spec import checks
+from ntkpipe.spec.axes import AXES, suggest
+from ntkpipe.spec.schema import MeasureItem, RunSpec, StudySpec
+from ntkpipe.spec.sweep import SweepError, check_unique, expand
+from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
+
+DEFAULT_VARIANT = "default"
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated study for one variant: the merged spec and one :class:`RunSpec` per sweep point."""
+
+    name: str
+    variant: str
+    path: Path
+    spec: StudySpec
+    points: list[dict[str, Any]]
+    runs: list[RunSpec]
+
+    @property
+    def axes(self) -> list[str]:
+        """Sweep axes in order of first appearance (the study dataset's dimensions)."""
+        return list(self.points[0]) if self.points else []
+
+
+def variant_names(path: str | Path) -> list[str]:
+    """``default`` plus the variants a spec file declares (empty list if it cannot be parsed)."""
+    try:
+        raw, _ = load_with_lines(path)
+    except (OSError, YamlSyntaxError):
+        return []
+    variants = raw.get("variants", {}) if isinstance(raw, dict) else {}
+    return [DEFAULT_VARIANT] + (list(variants) if isinstance(variants, dict) else [])
+
+
+def load_study(path: str | Path, variant: str = DEFAULT_VARIANT) -> Study:
+    """Validate ``path`` for ``variant``; raise SpecError listing every problem found."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(str(path), ["no such file"])
+    try:
+        raw, lines = load_with_lines(path)
+    except YamlSyntaxError as err:
+        raise SpecError(str(path), [f"line {err.line}: YAML syntax error: {err}"]) from None
+    if not isinstance(raw, dict):
+        raise SpecError(str(path), ["line 1: the file must be a mapping of study keys (data, model, train, ...)"])
+    problems: list[str] = []
+    if not NAME_PATTERN.match(path.stem):
+        problems.append(f"line 1: the file name {path.stem!r} is the study name; use lowercase letters, "
+                        "digits and underscores, starting with a letter")
+    merged, where = _merge_variant(raw, lines, variant, problems)
+    if problems:
+        raise SpecError(str(path), problems)
+
+    try:
+        points = expand(merged.get("sweep"))
+        check_unique(points)
+    except SweepError as err:
+        problems.append(f"{where(('sweep',) + err.key_path)}: {err}")
+        points = []
+    try:
+        spec = StudySpec.model_validate(merged)
+    except ValidationError as err:
+        problems += [_format_pydantic(e, merged, where) for e in err.errors()]
+        raise SpecError(str(path), _by_line(problems)) from None
+
+    runs, valid_points = _resolve_runs(merged, spec, points, where, problems)
+    problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points)]
+    if problems:
+        raise SpecError(str(path), _by_line(problems))
+    return Study(path.stem, variant, path, spec, points, runs)
+
+
+def _by_line(problems: list[str]) -> list[str]:
+    """Unique problems, ordered by their line number."""
+    def line(p: str) -> int:
+        match = re.match(r"line (\d+)", p)
+        return int(match.group(1)) if match else 0
+    return sorted(dict.fromkeys(problems), key=line)
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Mappings merge key by key; anything else in ``override`` replaces the base value."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _merge_variant(raw: dict, lines: dict[KeyPath, int], variant: str, problems: list[str]):
+    variants = raw.get("variants", {}) or {}
+    if not isinstance(variants, dict):
+        problems.append(f"line {line_of(lines, ('variants',))}: variants: must map variant names to overrides")
+        variants = {}
+    for name, override in variants.items():
+        if name == DEFAULT_VARIANT:
+            problems.append(f"line {line_of(lines, ('variants', name))}: variants.{name}: "
+                            f"'{DEFAULT_VARIANT}' is the spec itself; pick another variant name")
+        elif not isinstance(override, dict):
+            problems.append(f"line {line_of(lines, ('variants', name))}: variants.{name}: "
+                            "must be a mapping of keys to override")
+    merged = {k: v for k, v in raw.items()}
+    override_prefix: KeyPath | None = None
+    if variant != DEFAULT_VARIANT:
+        if variant not in variants:
+            known = [DEFAULT_VARIANT] + list(variants)
+            problems.append(f"line 1: unknown variant {variant!r}{suggest(variant, known)}; "
+                            f"this spec has {', '.join(known)}")
+        elif isinstance(variants[variant], dict):
+            merged = deep_merge(merged, variants[variant])
+            override_prefix = ("variants", variant)
+
+    def where(key_path: KeyPath) -> str:
+        """``line N: dotted.key`` for a key path of the merged spec (variant lines win)."""
+        line = None
+        if override_prefix and override_prefix + tuple(key_path) in lines:
+            line = lines[override_prefix + tuple(key_path)]
+        if line is None:
+            line = line_of(lines, tuple(key_path))
+        dotted = ".".join(str(k) for k in key_path) or "(top level)"
+        return f"line {line}: {dotted}"
+
+    return merged, where
+
+
+def _data_path(loc: tuple, data: Any) -> KeyPath:
+    """Map a pydantic error location onto the spec's key path, dropping union tags."""
+    path: list = []
+    node = data
+    for elem in loc:
+        if isinstance(node, dict) and elem in node:
+            path.append(elem)
+            node = node[elem]
+        elif isinstance(node, list) and isinstance(elem, int) and elem < len(node):
+            path.append(elem)
+            node = node[elem]
+        elif isinstance(node, dict) and not isinstance(elem, int) and (elem not in node) and elem == loc[-1]:
+            path.append(elem)
+    return tuple(path)
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model whose fields live at ``loc`` (for 'did you mean' suggestions)."""
+    current: Any = StudySpec
+    for elem in loc:
+        current = _step(current, elem)
+        if current is None:
+            return None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _step(annotation: Any, elem: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _step(typing.get_args(annotation)[0], elem)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field = annotation.model_fields.get(elem)
+        return field.annotation if field else None
+    if origin in (list,) and isinstance(elem, int):
+        return typing.get_args(annotation)[0]
+    if origin in (dict,) and isinstance(elem, str):
+        return typing.get_args(annotation)[1]
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    for arg in args:  # unions: a discriminator tag names one member, else take the model member
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            kind = arg.model_fields.get("kind")
+            if kind is not None and elem in typing.get_args(kind.annotation):
+                return arg
+    models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+    if len(models) == 1 and elem == models[0].__name__:
+        return models[0]
+    if len(args) == 1:
+        return _step(args[0], elem)
+    return None
+
+
+def _format_pydantic(error: dict, merged: dict, where) -> str:
+    loc = tuple(error["loc"])
+    key_path = _data_path(loc, merged)
+    if error["type"] == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        allowed = sorted(model.model_fields) if model else []
+        hint = suggest(loc[-1], allowed) or (f" (allowed: {', '.join(allowed)})" if allowed else "")
+        return f"{where(key_path)}: unknown key{hint}"
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "literal_error":
+        choices = re.findall(r"'([^']*)'", error.get("ctx", {}).get("expected", ""))
+        return f"{where(key_path)}: {message} (got {error.get('input')!r}){suggest(error.get('input'), choices)}"
+    if error["type"] in ("missing",):
+        return f"{where(key_path)}: required key is missing"
+    given = error.get("input")
+    shown = "" if isinstance(given, (dict, list)) or error["type"].startswith("value_error") else f" (got {given!r})"
+    return f"{where(key_path)}: {message}{shown}"
+
+
+def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], where, problems: list[str]):
+    """One RunSpec per valid sweep point, and those points; invalid values are reported at their
+    sweep key."""
+    base = {"seed": merged.get("seed", 0), "data": merged["data"], "model": merged["model"],
+            "train": merged["train"],
+            "measure": checks.measure_items(spec)}
+    runs, valid_points = [], []
+    for point in points:
+        config = copy.deepcopy({k: v for k, v in base.items() if k != "measure"})
+        for axis_name, value in point.items():
+            node = config
+            *parents, leaf = AXES[axis_name]
+            for key in parents:
+                node = node.setdefault(key, {})
+            node[leaf] = value
+        config["measure"] = base["measure"]
+        try:
+            runs.append(RunSpec.model_validate(config))
+            valid_points.append(point)
+        except ValidationError as err:
+            for e in err.errors():
+                loc = tuple(e["loc"])
+                axis_hit = [a for a in point if AXES[a] == loc[: len(AXES[a])]]
+                if axis_hit:
+                    a = axis_hit[0]
+                    problems.append(f"{where(_sweep_key_path(merged.get('sweep'), a))}: sweep value "
+                                    f"{a}={point[a]!r}: {e['msg'].removeprefix('Value error, ')}")
+                else:
+                    problems.append(f"{where(_data_path(loc, config))}: with sweep point {point}: "
+                                    f"{e['msg'].removeprefix('Value error, ')}")
+    return runs, valid_points
+
+
+def _sweep_key_path(node: Any, axis_name: str, prefix: KeyPath = ("sweep",)) -> KeyPath:
+    """Where ``axis_name`` is first set inside the sweep (for error lines)."""
+    if isinstance(node, dict):
+        if axis_name in node:
+            return prefix + (axis_name,)
+        for key, value in node.items():
+            found = _sweep_key_path(value, axis_name, prefix + (key,))
+            if found[-1] == axis_name:
+                return found
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found = _sweep_key_path(value, axis_name, prefix + (i,))
+            if found[-1] == axis_name:
+                return found
+    return prefix

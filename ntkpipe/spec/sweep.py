@@ -1,0 +1,142 @@
+"""Sweep grammar: which runs a study contains.
+
+A sweep node is a mapping whose entries are combined as a Cartesian product:
+
+    axis: values            an axis (see ``axes.AXES``) and its values
+    zip: {a: [...], b: [...]}   axes varied together (equal lengths)
+    union: [node, node]     the concatenation of sub-grids (e.g. σ ranges per depth)
+    product: [node, node]   an explicit product of sub-nodes
+
+Values are a list, or ``{logspace: [e0, e1, n]}`` (10^e, numpy.logspace), ``{geomspace: [a, b, n]}``,
+``{linspace: [a, b, n]}`` or ``{range: [start, stop, step]}`` (integers, stop exclusive).
+An empty sweep is one run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ntkpipe.spec.axes import AXES, suggest
+
+Point = dict[str, Any]
+SPECIAL = ("zip", "union", "product")
+GENERATORS = ("logspace", "geomspace", "linspace", "range")
+
+
+class SweepError(ValueError):
+    """``key_path`` locates the problem inside the ``sweep`` mapping."""
+
+    def __init__(self, message: str, key_path: tuple = ()):
+        super().__init__(message)
+        self.key_path = key_path
+
+
+def clean_number(value):
+    """Round floats to 12 significant digits so 0.1 and 10**-1 are one coordinate."""
+    if isinstance(value, (float, np.floating)):
+        return float(f"{float(value):.12g}")
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def axis_values(spec, key_path: tuple) -> list:
+    """Expand one axis' value spec into a list."""
+    if isinstance(spec, list):
+        if not spec:
+            raise SweepError("an axis needs at least one value", key_path)
+        return [clean_number(v) for v in spec]
+    if isinstance(spec, dict) and len(spec) == 1:
+        (gen, args), = spec.items()
+        if gen not in GENERATORS:
+            raise SweepError(f"unknown value generator {gen!r}{suggest(gen, GENERATORS)}; "
+                             f"use one of {', '.join(GENERATORS)} or a list", key_path + (gen,))
+        if not (isinstance(args, list) and len(args) == 3 and all(isinstance(a, (int, float)) for a in args)):
+            raise SweepError(f"{gen} takes three numbers [start, stop, count_or_step], got {args!r}",
+                             key_path + (gen,))
+        a, b, n = args
+        if gen == "range":
+            values = list(range(int(a), int(b), int(n)))
+        else:
+            if int(n) != n or n < 1:
+                raise SweepError(f"{gen} count must be a positive integer, got {n!r}", key_path + (gen,))
+            fn = {"logspace": np.logspace, "geomspace": np.geomspace, "linspace": np.linspace}[gen]
+            if gen == "geomspace" and (a <= 0 or b <= 0):
+                raise SweepError("geomspace endpoints must be positive", key_path + (gen,))
+            values = list(fn(a, b, int(n)))
+        if not values:
+            raise SweepError(f"{gen}{args} gives no values", key_path + (gen,))
+        return [clean_number(v) for v in values]
+    raise SweepError(f"axis values must be a list or one of {{{', '.join(GENERATORS)}: [...]}}, "
+                     f"got {spec!r} (write a single value as [value])", key_path)
+
+
+def _product(left: list[Point], right: list[Point], key_path: tuple) -> list[Point]:
+    out = []
+    for p in left:
+        for q in right:
+            shared = set(p) & set(q)
+            if shared:
+                raise SweepError(f"axis {sorted(shared)[0]!r} is set twice in one product", key_path)
+            out.append({**p, **q})
+    return out
+
+
+def expand(node, key_path: tuple = ()) -> list[Point]:
+    """All points of a sweep node, in order."""
+    if node is None or node == {}:
+        return [{}]
+    if not isinstance(node, dict):
+        raise SweepError(f"a sweep node must be a mapping, got {type(node).__name__}", key_path)
+    points: list[Point] = [{}]
+    for key, value in node.items():
+        here = key_path + (key,)
+        if key == "zip":
+            sub = _zip(value, here)
+        elif key in ("union", "product"):
+            if not isinstance(value, list) or not value:
+                raise SweepError(f"{key} takes a non-empty list of sweep nodes", here)
+            parts = [expand(v, here + (i,)) for i, v in enumerate(value)]
+            if key == "union":
+                sub = [p for part in parts for p in part]
+            else:
+                sub = [{}]
+                for part in parts:
+                    sub = _product(sub, part, here)
+        elif key in AXES:
+            sub = [{key: v} for v in axis_values(value, here)]
+        else:
+            raise SweepError(f"unknown sweep axis {key!r}{suggest(key, list(AXES) + list(SPECIAL))}", here)
+        points = _product(points, sub, here)
+    return points
+
+
+def _zip(value, key_path: tuple) -> list[Point]:
+    if not isinstance(value, dict) or not value:
+        raise SweepError("zip takes a mapping of axis: values", key_path)
+    columns = {}
+    for key, spec in value.items():
+        if key not in AXES:
+            raise SweepError(f"unknown sweep axis {key!r}{suggest(key, AXES)}", key_path + (key,))
+        columns[key] = axis_values(spec, key_path + (key,))
+    lengths = {k: len(v) for k, v in columns.items()}
+    if len(set(lengths.values())) != 1:
+        raise SweepError(f"zip needs equal lengths, got {lengths}", key_path)
+    return [dict(zip(columns, row)) for row in zip(*columns.values())]
+
+
+def check_unique(points: list[Point]) -> None:
+    """Two identical points would be one run listed twice: an error, not a silent dedup."""
+    seen = {}
+    for i, p in enumerate(points):
+        key = tuple(sorted(p.items(), key=lambda kv: kv[0]))
+        if key in seen:
+            raise SweepError(f"the sweep lists the point {p} twice (points {seen[key]} and {i})")
+        seen[key] = i
+    axes = [set(p) for p in points]
+    if axes and any(a != axes[0] for a in axes):
+        missing = sorted(set().union(*axes) - set.intersection(*axes))
+        raise SweepError(f"every point of a union must set the same axes; {missing} are set only in some "
+                         "(give them in each sub-grid, or outside the union)")

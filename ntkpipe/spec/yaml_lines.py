@@ -1,0 +1,88 @@
+"""YAML reading that keeps the line of every key and reads numbers the YAML 1.2 way.
+
+PyYAML implements YAML 1.1, where ``1e-3`` (no dot) is a *string*; :class:`Loader` adds the 1.2
+float pattern so that ``lr: 1e-3`` is the float 0.001.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+KeyPath = tuple[str | int, ...]
+
+
+class Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 floats (``1e-3``, ``1E+5``, ``.5``) and no duplicate keys."""
+
+
+_FLOAT_12 = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+Loader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+for _first in "-+0123456789.":
+    Loader.yaml_implicit_resolvers[_first] = [
+        (tag, regexp) for tag, regexp in Loader.yaml_implicit_resolvers.get(_first, [])
+        if tag != "tag:yaml.org,2002:float"
+    ]
+Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+
+
+class YamlSyntaxError(ValueError):
+    """The file is not valid YAML; ``line`` is 1-based."""
+
+    def __init__(self, message: str, line: int | None):
+        super().__init__(message)
+        self.line = line
+
+
+def load_with_lines(path: str | Path) -> tuple[object, dict[KeyPath, int]]:
+    """Parse ``path``; return the data and a map from key path to its 1-based line."""
+    text = Path(path).read_text()
+    try:
+        node = yaml.compose(text, Loader=Loader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 1 if mark else None
+        raise YamlSyntaxError(f"{err.problem or err}", line) from None
+    if node is None:
+        return {}, {}
+    lines: dict[KeyPath, int] = {(): node.start_mark.line + 1}
+    _record_lines(node, (), lines)
+    loader = Loader(text)
+    try:
+        data = loader.construct_document(node)
+    finally:
+        loader.dispose()
+    return data, lines
+
+
+def _record_lines(node, prefix: KeyPath, lines: dict[KeyPath, int]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                raise YamlSyntaxError(f"duplicate key {key!r}", key_node.start_mark.line + 1)
+            seen.add(key)
+            lines[prefix + (key,)] = key_node.start_mark.line + 1
+            _record_lines(value_node, prefix + (key,), lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[prefix + (i,)] = item.start_mark.line + 1
+            _record_lines(item, prefix + (i,), lines)
+
+
+def line_of(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
+    """Line of ``path`` or of its nearest recorded ancestor."""
+    for end in range(len(path), -1, -1):
+        if path[:end] in lines:
+            return lines[path[:end]]
+    return None

@@ -1,0 +1,1 @@
+"""Closed forms and ODEs the studies overlay on their measurements."""

@@ -1,0 +1,97 @@
+"""Gradient-flow theory of deep linear networks from small initialization (silent-alignment Sec. 3–4).
+
+On whitened data with a linear teacher y = s βᵀx, a balanced depth-L linear network aligns to β and
+its end-to-end gain c = u^L along β obeys (App. E.1, Eq. 60, with the chain-rule factor L that the
+paper drops: ċ = L u^{L-1} u̇)
+
+    ċ = L c^{2−2/L} (s − c),                                                    (1)
+
+which for L = 2 is the logistic ċ = 2c(s − c) of App. C.4 with solution (Eq. C.4, c = u²)
+
+    u(t)² = s e^{2st} / (e^{2st} − 1 + s/u₀²).                                   (2)
+
+The training loss is ½(s − c)², so the half-loss time t½ solves (s − c(t½))² = ½(s − c₀)².
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+
+def gain_rate(c: float, s: float, depth: int) -> float:
+    """ċ = L c^{2−2/L}(s − c), Eq. (1)."""
+    return depth * c ** (2.0 - 2.0 / depth) * (s - c)
+
+
+def half_loss_gain(c0: float, s: float) -> float:
+    """The gain c½ at which ½(s − c)² is half the initial loss ½(s − c₀)²."""
+    return s - (s - c0) / math.sqrt(2.0)
+
+
+def gain_trajectory(times, c0: float, s: float, depth: int) -> np.ndarray:
+    """c(t) from Eq. (1) at ``times`` (float64), integrated in log c for accuracy at tiny c₀."""
+    times = np.asarray(times, dtype=np.float64)
+    if not 0.0 < c0 < s:
+        raise ValueError(f"need 0 < c0 < s, got c0={c0}, s={s}")
+
+    def rhs(_, log_c):
+        c = np.exp(log_c[0])
+        return [depth * c ** (1.0 - 2.0 / depth) * (s - c)]
+
+    sol = solve_ivp(rhs, (0.0, float(times.max())), [math.log(c0)], t_eval=times,
+                    method="LSODA", rtol=1e-10, atol=1e-12)
+    if not sol.success:
+        raise RuntimeError(f"gain ODE failed: {sol.message}")
+    return np.exp(sol.y[0])
+
+
+def half_loss_time(c0: float, s: float, depth: int) -> float:
+    """t½ from numerical integration of Eq. (1) (event c(t) = c½), float64."""
+    if not 0.0 < c0 < s:
+        raise ValueError(f"need 0 < c0 < s, got c0={c0}, s={s}")
+    target = math.log(half_loss_gain(c0, s))
+
+    def rhs(_, log_c):
+        c = math.exp(log_c[0])
+        return [depth * c ** (1.0 - 2.0 / depth) * (s - c)]
+
+    def reached(_, log_c):
+        return log_c[0] - target
+
+    reached.terminal = True
+    reached.direction = 1.0
+    horizon = 10.0 * half_loss_time_asymptote(c0, s, depth) + 100.0 / s
+    sol = solve_ivp(rhs, (0.0, horizon), [math.log(c0)], events=reached,
+                    method="LSODA", rtol=1e-11, atol=1e-12)
+    if sol.t_events[0].size == 0:
+        raise RuntimeError(f"half loss not reached by t={horizon} (c0={c0}, s={s}, L={depth})")
+    return float(sol.t_events[0][0])
+
+
+def half_loss_time_two_layer(u0_sq: float, s: float) -> float:
+    """L = 2 closed form from Eq. (2): t½ = (1/2s) ln[(√2 − 1)(s/u₀² − 1)] (f₀ ≈ 0)."""
+    return math.log((math.sqrt(2.0) - 1.0) * (s / u0_sq - 1.0)) / (2.0 * s)
+
+
+def half_loss_time_asymptote(c0: float, s: float, depth: int) -> float:
+    """Small-c₀ scaling of Eq. (1): t½ ≈ c₀^{−(L−2)/L} / ((L−2)s) for L ≥ 3 (App. E.1, Eq. 61).
+
+    For L = 2 returns the logarithmic closed form instead.
+    """
+    if depth == 2:
+        return half_loss_time_two_layer(c0, s)
+    return c0 ** (-(depth - 2.0) / depth) / ((depth - 2.0) * s)
+
+
+def two_layer_gain(times, u0_sq: float, s: float) -> np.ndarray:
+    """u(t)² of Eq. (2) (silent-alignment Eq. C.4)."""
+    e = np.exp(2.0 * s * np.asarray(times, dtype=np.float64))
+    return s * e / (e - 1.0 + s / u0_sq)
+
+
+def initial_gain(readout_norm: float, depth: int) -> float:
+    """c₀ = u₀^L with u₀ = |a₀| the readout norm at init (App. C.4 takes u₀² ≈ |a₀|² for L = 2)."""
+    return float(readout_norm) ** depth

@@ -1,0 +1,151 @@
+"""Compiled training with measurements at checkpoints.
+
+Between two checkpoints, ``_advance`` runs n optimizer steps inside one ``lax.fori_loop`` (n is traced,
+so one compilation serves every segment, every run with the same shapes and every σ or seed).
+Time is gradient-flow time t = η₀ · step. A non-finite loss stops the run and marks it diverged;
+the remaining checkpoints are NaN.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ntkpipe.models import trainable
+from ntkpipe.progress import Progress
+from ntkpipe.spec.schema import CheckpointSpec, TrainSpec
+from ntkpipe.train.losses import LOSSES
+from ntkpipe.train.optim import learning_rate, update_direction
+
+
+def steps_per_epoch(n_train: int, batch_size: int | None) -> int:
+    return 1 if batch_size is None else math.ceil(n_train / batch_size)
+
+
+def total_steps(spec: TrainSpec, n_train: int) -> int:
+    """Optimizer steps for ``steps``, ``epochs`` (incl. a last partial batch) or ``max_time`` = η₀ · steps."""
+    if spec.steps is not None:
+        return spec.steps
+    if spec.epochs is not None:
+        return spec.epochs * steps_per_epoch(n_train, spec.batch_size)
+    return math.ceil(spec.max_time / spec.optimizer.lr - 1e-9)
+
+
+def checkpoint_steps(spec: CheckpointSpec, total: int) -> np.ndarray:
+    """Sorted unique steps in [0, total]: 0, the grid of ``spec``, and ``total``."""
+    if spec.spacing == "log":
+        k_max = int(math.floor(spec.per_decade * math.log10(max(total, 1)))) + 1
+        grid = np.round(10.0 ** (np.arange(k_max + 1) / spec.per_decade)).astype(np.int64)
+    else:
+        grid = np.round(np.linspace(0, total, spec.count + 1)).astype(np.int64)
+    grid = grid[grid <= total]
+    return np.unique(np.concatenate([[0], grid, [total]]))
+
+
+@dataclass
+class Trajectory:
+    """What a training run records: checkpoint steps, measured series, divergence and timings."""
+
+    steps: np.ndarray
+    time: np.ndarray
+    epoch: np.ndarray
+    series: dict[str, np.ndarray]
+    diverged: bool
+    model: eqx.Module
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@eqx.filter_jit
+def _advance(diff, static, opt_state, step0, n_steps, lr, total, key, x, y, *,
+             loss_name, direction, schedule, batch_size):
+    """n_steps optimizer steps from step0; returns (diff, opt_state, finite)."""
+    per_example = LOSSES[loss_name]
+    n = x.shape[0]
+    spe = 1 if batch_size is None else -(-n // batch_size)
+
+    def batch_loss(d, xb, yb, mask):
+        f = jax.vmap(eqx.combine(d, static))(xb)
+        return jnp.sum(mask * per_example(f, yb)) / jnp.sum(mask)
+
+    def body(i, carry):
+        d, state, finite = carry
+        step = step0 + i
+        if batch_size is None:
+            xb, yb, mask = x, y, jnp.ones((n,), x.dtype)
+        else:
+            epoch, k = step // spe, step % spe
+            perm = jax.random.permutation(jax.random.fold_in(key, epoch), n)
+            perm = jnp.concatenate([perm, perm[: spe * batch_size - n]])
+            idx = jax.lax.dynamic_slice(perm, (k * batch_size,), (batch_size,))
+            xb, yb = x[idx], y[idx]
+            mask = ((k * batch_size + jnp.arange(batch_size)) < n).astype(x.dtype)
+        loss, grads = jax.value_and_grad(batch_loss)(d, xb, yb, mask)
+        updates, state = direction.update(grads, state, d)
+        eta = learning_rate(schedule, lr, step, total, x.dtype)
+        d = jax.tree.map(lambda p, u: p - eta * u, d, updates)
+        return d, state, finite & jnp.isfinite(loss)
+
+    return jax.lax.fori_loop(0, n_steps, body, (diff, opt_state, jnp.array(True)))
+
+
+def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
+          measure: Callable[[eqx.Module], dict[str, float]], label: str = "train") -> Trajectory:
+    """Train ``model`` per ``spec``, calling ``measure(model)`` at every checkpoint.
+
+    ``measure`` returns a dict of floats (it must include the training loss under "loss" if the
+    caller wants divergence detected from it); the series are stacked over checkpoints.
+    """
+    dtype = jnp.dtype(spec.dtype)
+    x = jnp.asarray(x_train, dtype)
+    y = jnp.asarray(y_train, dtype)
+    if spec.batch_size is not None and spec.batch_size > x.shape[0]:
+        raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {x.shape[0]} training points")
+    model = jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, model)
+    total = total_steps(spec, x.shape[0])
+    ckpts = checkpoint_steps(spec.checkpoints, total)
+    direction = update_direction(spec.optimizer)
+    diff, static = trainable(model)
+    opt_state = direction.init(diff)
+    options = dict(loss_name=spec.loss, direction=direction, schedule=spec.optimizer.schedule,
+                   batch_size=spec.batch_size)
+    records: list[dict[str, float]] = []
+    diverged = False
+    seconds = {"train": 0.0, "measure": 0.0}
+    progress = Progress(label, total)
+    done = 0
+    for target in ckpts:
+        if target > done:
+            tic = time.perf_counter()
+            diff, opt_state, finite = _advance(
+                diff, static, opt_state, jnp.asarray(done), jnp.asarray(target - done),
+                jnp.asarray(spec.optimizer.lr), jnp.asarray(total), key, x, y, **options)
+            finite = bool(finite)
+            seconds["train"] += time.perf_counter() - tic
+            done = int(target)
+            if not finite:
+                diverged = True
+                break
+        tic = time.perf_counter()
+        record = measure(eqx.combine(diff, static))
+        seconds["measure"] += time.perf_counter() - tic
+        records.append(record)
+        if not all(math.isfinite(v) for v in record.values()):
+            diverged = True
+            break
+        progress.update(done, loss=record.get("loss"))
+    progress.close(diverged=diverged)
+    names = list(records[0]) if records else []
+    series = {k: np.full(len(ckpts), np.nan) for k in names}
+    for i, rec in enumerate(records):
+        for k in names:
+            series[k][i] = rec[k]
+    spe = steps_per_epoch(x.shape[0], spec.batch_size)
+    return Trajectory(steps=ckpts, time=ckpts * spec.optimizer.lr, epoch=ckpts / spe, series=series,
+                      diverged=diverged, model=eqx.combine(diff, static), seconds=seconds)

@@ -1,0 +1,78 @@
+"""What the Snakefile needs: every study in ``specs/`` planned for one variant, indexed by job id."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+
+from ntkpipe.errors import SpecError
+from ntkpipe.spec.load import DEFAULT_VARIANT, load_study, variant_names
+from ntkpipe.spec.plan import RunJob, StageJob, StudyPlan, plan_study
+
+
+@dataclass
+class WorkflowIndex:
+    """All jobs of the selected studies: run and stage jobs by id, study plans by tag."""
+
+    results: Path
+    plans: dict[str, StudyPlan]
+    runs: dict[str, RunJob]
+    stages: dict[str, StageJob]
+
+    def targets(self) -> list[str]:
+        """Every study dataset and figure (the default target)."""
+        out = []
+        for plan in self.plans.values():
+            out.append(str(plan.dataset_path))
+            out += [str(p) for p in plan.figure_paths.values()]
+        return out
+
+
+def spec_files(specs: str | Path, studies: str | list[str] | None = None) -> list[Path]:
+    """``specs/*.yaml``, or the named subset (comma-separated names or a list)."""
+    files = sorted(Path(specs).glob("*.yaml"))
+    if studies:
+        wanted = studies.split(",") if isinstance(studies, str) else list(studies)
+        by_name = {f.stem: f for f in files}
+        missing = [w for w in wanted if w not in by_name]
+        if missing:
+            raise SpecError(str(specs), [f"no spec named {m!r} (have: {', '.join(by_name)})" for m in missing])
+        files = [by_name[w] for w in wanted]
+    return files
+
+
+def build_index(specs: str | Path = "specs", results: str | Path = "results",
+                variant: str = DEFAULT_VARIANT, studies=None) -> WorkflowIndex:
+    """Validate and plan every selected spec. With a named variant, specs that lack it are skipped."""
+    results = Path(results)
+    plans: dict[str, StudyPlan] = {}
+    errors: list[SpecError] = []
+    files = spec_files(specs, studies)
+    for path in files:
+        if variant != DEFAULT_VARIANT and variant not in variant_names(path) and variant_names(path):
+            print(f"ntkpipe: {path.name} has no variant {variant!r}; skipped", file=sys.stderr)
+            continue
+        try:
+            plan = plan_study(load_study(path, variant), results)
+        except SpecError as err:
+            errors.append(err)
+            continue
+        plans[plan.tag] = plan
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise SpecError(str(specs), [f"{Path(e.path).name}: {p}" for e in errors for p in e.problems])
+    if files and not plans:
+        raise SpecError(str(specs), [f"no spec declares the variant {variant!r}"])
+    runs = {r.id: r for plan in plans.values() for r in plan.runs}
+    stages = {s.id: s for plan in plans.values() for s in plan.stages.values()}
+    return WorkflowIndex(results, plans, runs, stages)
+
+
+def enable_compilation_cache(results: str | Path) -> None:
+    """JAX's persistent compilation cache under ``results/.cache/jax`` (reused across invocations)."""
+    jax.config.update("jax_compilation_cache_dir", str(Path(results) / ".cache" / "jax"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)

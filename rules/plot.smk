@@ -1,0 +1,14 @@
+# One figure per job; its params are only that figure's settings, so a figure edit reruns only it.
+import ntkpipe.jobs
+from ntkpipe.spec.identity import canonical_json
+
+
+rule plot:
+    input:
+        lambda wc: INDEX.plans[wc.tag].dataset_path,
+    output:
+        f"{RESULTS}/{{tag}}/figures/{{figure}}.png",
+    params:
+        config=lambda wc: canonical_json(INDEX.plans[wc.tag].figure_config(wc.figure)),
+    run:
+        ntkpipe.jobs.plot_figure(INDEX.plans[wildcards.tag], wildcards.figure, output[0])

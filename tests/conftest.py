@@ -1,0 +1,41 @@
+"""Shared fixtures: the repository root and a Snakemake driver (Snakemake ≥ 8 Python API)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+def run_snakemake(workdir: Path, *, config: dict | None = None, targets: list[str] | None = None,
+                  cores: int = 2) -> list[str]:
+    """Run the repository's Snakefile in ``workdir``; return the files the run made or updated."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import Quietness
+    from snakemake.settings.types import (ConfigSettings, DAGSettings, ExecutionSettings, OutputSettings,
+                                          ResourceSettings)
+
+    updated: list[str] = []
+    cwd = os.getcwd()
+    try:
+        with SnakemakeApi(OutputSettings(quiet={Quietness.PROGRESS, Quietness.RULES})) as api:
+            workflow = api.workflow(
+                resource_settings=ResourceSettings(cores=cores),
+                config_settings=ConfigSettings(config=config or {}),
+                snakefile=REPO / "Snakefile",
+                workdir=Path(workdir),
+            )
+            dag = workflow.dag(DAGSettings(targets=set(targets or [])))
+            dag.execute_workflow(executor="local", execution_settings=ExecutionSettings(use_threads=True),
+                                 updated_files=updated)
+    finally:
+        os.chdir(cwd)
+    return sorted(os.path.relpath(f, workdir) if os.path.isabs(f) else f for f in updated)

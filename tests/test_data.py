@@ -1,0 +1,76 @@
+"""Synthetic teachers, whitening, digits and label construction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ntkpipe.data import class_targets, eigenvector_sign_targets, load_dataset, output_count, partial_whitening_map
+from ntkpipe.spec.schema import DataSpec
+
+
+def teacher(**kw) -> DataSpec:
+    return DataSpec.model_validate({"source": "linear_teacher", "dim": 6, "n_train": 20, "n_test": 5, **kw})
+
+
+def test_exact_whitening_and_teacher():
+    data = load_dataset(teacher(gamma=0.0, teacher_scale=2.0))
+    np.testing.assert_allclose(data.x_train.T @ data.x_train / 20, np.eye(6), atol=1e-12)
+    assert np.linalg.norm(data.beta) == pytest.approx(1.0)
+    np.testing.assert_allclose(data.y_train[:, 0], 2.0 * data.x_train @ data.beta)
+    np.testing.assert_allclose(data.y_test[:, 0], 2.0 * data.x_test @ data.beta)
+
+
+def test_whitening_on_the_span_when_p_below_d():
+    x = np.random.default_rng(0).standard_normal((4, 10))
+    xw = x @ partial_whitening_map(x, 0.0)
+    cov = xw.T @ xw / 4
+    np.testing.assert_allclose(cov @ cov, cov, atol=1e-12)  # a projector
+    assert np.trace(cov) == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("gamma", [0.25, 0.5, 1.0])
+def test_partial_whitening_raises_singular_values_to_gamma(gamma):
+    x = np.random.default_rng(1).standard_normal((30, 5)) * np.array([5.0, 2.0, 1.0, 0.5, 0.1])
+    s = np.linalg.svd(x, compute_uv=False)
+    s_gamma = np.linalg.svd(x @ partial_whitening_map(x, gamma), compute_uv=False)
+    np.testing.assert_allclose(s_gamma / s_gamma[0], (s / s[0]) ** gamma, rtol=1e-10)
+    assert np.mean(s_gamma**2 / 30) == pytest.approx(1.0)  # eigenvalues of XᵀX/P average 1
+
+
+def test_same_seed_same_data_and_new_seed_new_data():
+    a, b, c = load_dataset(teacher()), load_dataset(teacher()), load_dataset(teacher(seed=1))
+    np.testing.assert_array_equal(a.x_train, b.x_train)
+    assert not np.allclose(a.x_train, c.x_train)
+
+
+def test_two_class_digits():
+    spec = DataSpec.model_validate({"source": "digits", "n_train": 100, "n_test": 50, "classes": [0, 1]})
+    data = load_dataset(spec)
+    assert data.x_train.shape == (100, 64) and data.y_test.shape == (50, 1)
+    assert set(np.unique(data.y_train)) == {-1.0, 1.0}
+    assert abs(data.x_train.mean(0)).max() < 1e-12  # train pixel means removed
+    assert np.mean(data.x_train**2) == pytest.approx(1.0)  # unit per-coordinate variance on average
+    assert output_count(spec) == 1
+
+
+def test_ten_class_digits_are_one_hot():
+    spec = DataSpec.model_validate({"source": "digits", "n_train": 200, "n_test": 0})
+    data = load_dataset(spec)
+    assert data.y_train.shape == (200, 10) and np.all(data.y_train.sum(1) == 1)
+    assert output_count(spec) == 10
+
+
+def test_digits_too_many_points_is_a_clear_error():
+    spec = DataSpec.model_validate({"source": "digits", "n_train": 300, "n_test": 100, "classes": [0, 1]})
+    with pytest.raises(ValueError, match="exceeds the 360 digits"):
+        load_dataset(spec)
+
+
+def test_class_targets_order():
+    np.testing.assert_array_equal(class_targets(np.array([3, 7, 3]), [3, 7])[:, 0], [-1, 1, -1])
+
+
+def test_eigenvector_sign_targets():
+    vectors = np.array([[0.5, -0.2], [0.5, 0.0], [0.5, 0.9]])
+    np.testing.assert_array_equal(eigenvector_sign_targets(vectors, 2)[:, 0], [-1, 1, 1])

@@ -1,0 +1,54 @@
+"""Model definitions: parameterizations, linearization, end-to-end maps."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ntkpipe.models import MLP, Linearized, build_model
+from ntkpipe.spec.schema import ModelSpec
+
+X = jnp.asarray(np.random.default_rng(0).standard_normal((6, 5)))
+
+
+@pytest.mark.parametrize("activation", ["linear", "relu", "tanh", "gelu"])
+def test_standard_and_ntk_parameterization_agree_at_init(activation):
+    kw = dict(activation=activation, sigma=1.3, bias=True, dtype=jnp.float64, key=jax.random.PRNGKey(0))
+    std, ntk = MLP(5, 7, 3, 2, parameterization="standard", **kw), MLP(5, 7, 3, 2, parameterization="ntk", **kw)
+    np.testing.assert_allclose(jax.vmap(std)(X), jax.vmap(ntk)(X), rtol=1e-12)
+    assert ntk.multipliers == pytest.approx((1.3 / np.sqrt(5), 1.3 / np.sqrt(7), 1.3 / np.sqrt(7)))
+
+
+def test_standard_init_variance():
+    model = MLP(400, 300, 2, 1, sigma=0.5, key=jax.random.PRNGKey(1))
+    assert float(jnp.var(model.weights[0])) == pytest.approx(0.25 / 400, rel=0.02)
+
+
+def test_end_to_end_matrix_of_a_linear_net():
+    model = MLP(5, 7, 4, 3, activation="linear", output_scale=2.0, dtype=jnp.float64, key=jax.random.PRNGKey(2))
+    np.testing.assert_allclose(jax.vmap(model)(X), X @ model.end_to_end_matrix().T, rtol=1e-12)
+
+
+def test_linearization_is_affine_in_the_parameters():
+    base = MLP(5, 7, 3, 1, activation="relu", bias=True, dtype=jnp.float64, key=jax.random.PRNGKey(3))
+    lin = Linearized(base)
+    np.testing.assert_allclose(jax.vmap(lin)(X), jax.vmap(base)(X))
+
+    def shift(scale):
+        params = jax.tree.map(lambda p: p + scale * 0.1, base)
+        return jax.vmap(eqx.tree_at(lambda m: m.params, lin, params))(X) - jax.vmap(lin)(X)
+
+    np.testing.assert_allclose(shift(2.0), 2.0 * shift(1.0), rtol=1e-10)
+    assert not np.allclose(shift(1.0) + jax.vmap(base)(X),
+                           jax.vmap(jax.tree.map(lambda p: p + 0.1, base))(X))  # the network is not affine
+
+
+def test_build_model_is_deterministic_in_the_seed():
+    spec = ModelSpec(depth=2, width=4, sigma=1.0)
+    a, b, c = build_model(spec, 3, 1, 0), build_model(spec, 3, 1, 0), build_model(spec, 3, 1, 1)
+    np.testing.assert_array_equal(a.weights[0], b.weights[0])
+    assert not np.allclose(a.weights[0], c.weights[0])
+    assert isinstance(build_model(spec.model_copy(update={"kind": "linearized"}), 3, 1, 0), Linearized)

@@ -1,0 +1,223 @@
+"""The study language: YAML numbers, sweeps, identity hashing, validation errors, variants, plans."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ntkpipe.errors import SpecError
+from ntkpipe.spec.axes import AXES
+from ntkpipe.spec.identity import canonical_json, content_id
+from ntkpipe.spec.load import load_study
+from ntkpipe.spec.plan import plan_study
+from ntkpipe.spec.sweep import SweepError, check_unique, expand
+from ntkpipe.spec.yaml_lines import load_with_lines
+
+BASE = """\
+data: {source: linear_teacher, dim: 4, n_train: 8, gamma: 0.0}
+model: {depth: 3, width: 5, activation: linear, sigma: 0.1}
+train:
+  optimizer: {name: gd, lr: 1e-3}
+  max_time: 1
+measure: [loss, t_half]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "study.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def problems(tmp_path: Path, text: str, variant: str = "default") -> list[str]:
+    with pytest.raises(SpecError) as err:
+        load_study(write(tmp_path, text), variant)
+    return err.value.problems
+
+
+# --- YAML -----------------------------------------------------------------------------------
+
+def test_yaml_12_floats_and_lines(tmp_path):
+    data, lines = load_with_lines(write(tmp_path, "a: 1e-3\nb:\n  c: [1E+2, .5, -2e-1, 7]\n"))
+    assert data == {"a": 0.001, "b": {"c": [100.0, 0.5, -0.2, 7]}}
+    assert isinstance(data["b"]["c"][3], int)
+    assert lines[("a",)] == 1 and lines[("b", "c")] == 3
+
+
+# --- sweeps -------------------------------------------------------------------------------------
+
+def test_sweep_product_zip_union_and_generators():
+    points = expand({
+        "seed": [0, 1],
+        "union": [{"depth": [2], "sigma": {"logspace": [-2, -1, 2]}},
+                  {"zip": {"depth": [3, 4], "sigma": {"geomspace": [0.1, 0.4, 2]}}}],
+    })
+    assert len(points) == 2 * (2 + 2)
+    assert points[:2] == [{"seed": 0, "depth": 2, "sigma": 0.01}, {"seed": 0, "depth": 2, "sigma": 0.1}]
+    assert {"seed": 1, "depth": 4, "sigma": 0.4} in points
+    assert expand({"width": {"range": [8, 20, 4]}}) == [{"width": w} for w in (8, 12, 16)]
+    assert expand({"lr": {"linspace": [0.1, 0.3, 3]}})[1] == {"lr": 0.2}
+    assert expand({}) == [{}]
+
+
+@pytest.mark.parametrize("node,message", [
+    ({"sigmaa": [1]}, "unknown sweep axis 'sigmaa' (did you mean 'sigma'?)"),
+    ({"zip": {"depth": [2, 3], "sigma": [1]}}, "zip needs equal lengths"),
+    ({"sigma": 0.1}, "write a single value as [value]"),
+    ({"sigma": {"logspce": [0, 1, 2]}}, "did you mean 'logspace'"),
+    ({"sigma": [1], "product": [{"sigma": [2]}]}, "axis 'sigma' is set twice"),
+])
+def test_sweep_errors(node, message):
+    with pytest.raises(SweepError) as err:
+        expand(node)
+    assert message in str(err.value)
+
+
+def test_sweep_points_must_be_unique_and_cover_the_same_axes():
+    with pytest.raises(SweepError, match="twice"):
+        check_unique(expand({"union": [{"sigma": [1]}, {"sigma": [1]}]}))
+    with pytest.raises(SweepError, match="same axes"):
+        check_unique(expand({"union": [{"sigma": [1]}, {"depth": [2]}]}))
+
+
+def test_axis_names_cover_the_schema():
+    assert AXES["sigma"] == ("model", "sigma") and AXES["model_kind"] == ("model", "kind")
+    assert AXES["data_seed"] == ("data", "seed") and AXES["lr"] == ("train", "optimizer", "lr")
+
+
+# --- identity -------------------------------------------------------------------------------------
+
+def test_ids_normalize_numbers_and_key_order():
+    assert content_id({"a": 1e-3, "b": [1, 2]}) == content_id({"b": [1, 2], "a": 0.001})
+    assert content_id({"a": 0.1}) == content_id({"a": 10 ** -1 + 1e-17})
+    assert content_id({"a": 0.1}) != content_id({"a": 0.1000001})
+    assert canonical_json({"b": 1, "a": 2.0}) == '{"a":2.0,"b":1}'
+
+
+def test_run_ids_are_stable_and_change_with_the_config(tmp_path):
+    one = plan_study(load_study(write(tmp_path, BASE + "sweep: {sigma: [0.1, 0.2]}\n", "a.yaml")))
+    reordered = BASE.replace("{depth: 3, width: 5, activation: linear, sigma: 0.1}",
+                             "{sigma: 0.1, activation: linear, width: 5, depth: 3}").replace("1e-3", "0.001")
+    two = plan_study(load_study(write(tmp_path, reordered + "sweep: {sigma: [0.2, 0.1]}\n", "b.yaml")))
+    assert {r.id for r in one.runs} == {r.id for r in two.runs}
+    three = plan_study(load_study(write(tmp_path, BASE.replace("width: 5", "width: 6") + "sweep: {sigma: [0.1]}\n",
+                                        "c.yaml")))
+    assert three.runs[0].id not in {r.id for r in one.runs}
+
+
+# --- validation -----------------------------------------------------------------------------------
+
+def test_valid_study_expands(tmp_path):
+    study = load_study(write(tmp_path, BASE + "sweep: {depth: [2, 3], seed: [0, 1]}\n"))
+    assert study.axes == ["depth", "seed"] and len(study.runs) == 4
+    assert study.runs[3].model.depth == 3 and study.runs[3].seed == 1
+    assert study.runs[0].train.optimizer.lr == 0.001
+
+
+@pytest.mark.parametrize("edit,expected", [
+    (("width: 5", "widht: 5"), "line 2: model.widht: unknown key (did you mean 'width'?)"),
+    (("activation: linear", "activation: linaer"), "line 2: model.activation: Input should be"),
+    (("activation: linear", "activation: linaer"), "(did you mean 'linear'?)"),
+    (("sigma: 0.1", "sigma: -0.1"), "line 2: model.sigma: Input should be greater than 0 (got -0.1)"),
+    (("n_train: 8", "n_train: many"), "line 1: data.n_train: Input should be a valid integer"),
+    (("max_time: 1", "steps: 3\n  max_time: 1"), "give exactly one of 'steps', 'epochs', 'max_time'"),
+    (("[loss, t_half]", "[loss, t_halff]"), "line 6: measure.1: unknown measurement 't_halff' (did you mean 't_half'?)"),
+    (("[loss, t_half]", "[t_half]"), "t_half is computed from 'loss': add loss to measure"),
+    (("gamma: 0.0", "gamma: 0.5"), None),
+    (("dim: 4, ", ""), "line 1: data: source 'linear_teacher' needs 'dim'"),
+])
+def test_each_validation_error_names_line_key_and_fix(tmp_path, edit, expected):
+    text = BASE.replace(*edit)
+    if expected is None:  # a valid edit
+        load_study(write(tmp_path, text))
+        return
+    found = problems(tmp_path, text)
+    assert any(expected in p for p in found), found
+
+
+def test_yaml_syntax_error_has_line(tmp_path):
+    found = problems(tmp_path, BASE + "sweep: {sigma: [0.1\n")
+    assert found[0].startswith("line 8: YAML syntax error")
+
+
+def test_sweep_value_errors_point_at_the_sweep(tmp_path):
+    found = problems(tmp_path, BASE + "sweep:\n  sigma: [0.1, -2]\n")
+    assert found == ["line 8: sweep.sigma: sweep value sigma=-2: Input should be greater than 0"]
+
+
+def test_measurement_requirements_are_checked(tmp_path):
+    found = problems(tmp_path, BASE.replace("[loss, t_half]", "[loss, test_accuracy, train_accuracy, t_half_theory]")
+                     .replace("gamma: 0.0", "gamma: 0.5"))
+    assert any("test_accuracy: needs test points: set data.n_test > 0" in p for p in found)
+    assert any("needs class labels" in p for p in found)
+    assert any("whitened data (data.gamma: 0)" in p for p in found)
+
+
+def test_figure_and_summary_references_are_checked(tmp_path):
+    found = problems(tmp_path, BASE + textwrap.dedent("""\
+        sweep: {sigma: [0.1, 0.2]}
+        summaries: [{name: slope, kind: power_law, x: sigma, y: loss}]
+        figures:
+          - {name: f, kind: sweep, x: sigmaa, y: t_half, where: {sigma: 0.3}}
+          - {name: f, kind: time_series, variables: [t_half]}
+        """))
+    assert any("summaries.0.y: 'loss' is a series measurement" in p for p in found)
+    assert any("figures.0.x: x 'sigmaa' is not a sweep axis (did you mean 'sigma'?)" in p for p in found)
+    assert any("sigma=0.3 is not in the sweep" in p for p in found)
+    assert any("figure name 'f' is used twice" in p for p in found)
+    assert any("figures.1.variables.0: 't_half' is a scalar measurement" in p for p in found)
+
+
+def test_stage_references_are_checked(tmp_path):
+    text = """\
+    data:
+      source: digits
+      n_train: 20
+      n_test: 10
+      labels: {kind: eigenvector_sign, stage: eigs, eigen_index: 40}
+    model: {depth: 2, width: 5}
+    train: {optimizer: {name: gd, lr: 0.1}, steps: 2}
+    stages:
+      gram: {compute: ntk_gram}
+      eig: {compute: eigendecomposition, input: gramm}
+    measure: [loss]
+    """
+    found = problems(tmp_path, text)
+    assert any("line 5: data.labels.stage: no stage named 'eigs' (did you mean 'eig'?)" in p for p in found)
+    assert any("stages.eig.input: 'gramm' is not an 'ntk_gram' stage (did you mean 'gram'?)" in p for p in found)
+    fixed = problems(tmp_path, text.replace("stage: eigs", "stage: eig").replace("gramm", "gram"))
+    assert any("eigen_index 40 exceeds the 30 eigenvectors" in p for p in fixed)
+
+
+def test_variants_merge_and_report_their_own_lines(tmp_path):
+    text = BASE + "sweep: {sigma: [0.1]}\nvariants:\n  paper:\n    sweep: {sigma: [0.1, 0.2]}\n" \
+                  "    model: {width: 50}\n  broken:\n    model: {widht: 3}\n"
+    paper = load_study(write(tmp_path, text), "paper")
+    assert [r.model.width for r in paper.runs] == [50, 50] and len(paper.points) == 2
+    assert load_study(write(tmp_path, text)).runs[0].model.width == 5
+    assert problems(tmp_path, text, "broken") == ["line 13: model.widht: unknown key (did you mean 'width'?)"]
+    assert "unknown variant 'papr' (did you mean 'paper'?)" in problems(tmp_path, text, "papr")[0]
+
+
+def test_stage_is_shared_by_network_and_linearization(tmp_path):
+    text = """\
+    data:
+      source: digits
+      n_train: 20
+      n_test: 10
+      labels: {kind: eigenvector_sign, stage: eig, eigen_index: 2}
+    model: {depth: 2, width: 5}
+    train: {optimizer: {name: gd, lr: 0.1}, steps: 2}
+    stages:
+      gram: {compute: ntk_gram}
+      eig: {compute: eigendecomposition, input: gram, top_k: 5}
+    measure: [loss]
+    sweep: {model_kind: [network, linearized], eigen_index: [2, 3], seed: [0, 1]}
+    """
+    plan = plan_study(load_study(write(tmp_path, text)), tmp_path / "results")
+    assert len(plan.runs) == 8 and len({r.id for r in plan.runs}) == 8
+    computes = sorted(s.compute for s in plan.stages.values())
+    assert computes == ["eigendecomposition"] * 2 + ["ntk_gram"] * 2  # one pair per seed
+    assert all(r.stage_paths["labels"].parent.name == "eigendecomposition" for r in plan.runs)

@@ -1,0 +1,73 @@
+"""Deep-linear gradient-flow theory against closed forms and an independent simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ntkpipe.theory import deep_linear
+
+
+@pytest.mark.parametrize("u0_sq", [1e-6, 1e-4, 1e-2])
+@pytest.mark.parametrize("s", [0.5, 1.0, 3.0])
+def test_two_layer_half_loss_time_matches_closed_form(u0_sq, s):
+    ode = deep_linear.half_loss_time(u0_sq, s, depth=2)
+    # exact: c(t) = s / (1 + (s/c₀ − 1) e^{−2st}) reaches s − (s − c₀)/√2 when
+    # (s/c₀ − 1) e^{−2st} = r / (1 − r), r = (1 − c₀/s)/√2
+    r = (1.0 - u0_sq / s) / math.sqrt(2.0)
+    exact = math.log((s / u0_sq - 1.0) * (1.0 - r) / r) / (2.0 * s)
+    assert ode == pytest.approx(exact, rel=1e-8)
+    # the paper's form takes the initial loss as s²/2 (f₀ ≈ 0): off by about 1.7 c₀/s²
+    closed = deep_linear.half_loss_time_two_layer(u0_sq, s)
+    assert ode == pytest.approx(closed, abs=2.5 * u0_sq / s**2)
+
+
+def test_two_layer_trajectory_matches_eq_c4():
+    t = np.linspace(0.0, 8.0, 50)
+    c = deep_linear.gain_trajectory(t, 1e-4, 1.0, depth=2)
+    np.testing.assert_allclose(c, deep_linear.two_layer_gain(t, 1e-4, 1.0), rtol=1e-7)
+
+
+def _balanced_chain_half_time(u0: float, s: float, depth: int, dt: float = 1e-3) -> float:
+    """Gradient descent on the balanced scalar chain f = u^L, loss ½(s − u^L)², each layer's
+    weight u following u̇ = −∂loss/∂u = u^{L−1}(s − u^L); returns the first t with loss ≤ half."""
+    u, t = u0, 0.0
+    loss0 = 0.5 * (s - u0**depth) ** 2
+    prev_t, prev_loss = 0.0, loss0
+    while True:
+        u += dt * u ** (depth - 1) * (s - u**depth)
+        t += dt
+        loss = 0.5 * (s - u**depth) ** 2
+        if loss <= 0.5 * loss0:
+            return prev_t + (0.5 * loss0 - prev_loss) * (t - prev_t) / (loss - prev_loss)
+        prev_t, prev_loss = t, loss
+
+
+@pytest.mark.parametrize("depth,u0", [(2, 0.05), (3, 0.2), (4, 0.4)])
+def test_ode_matches_simulated_balanced_network(depth, u0):
+    """With the chain-rule factor L the ODE is the balanced net's dynamics (to the Euler step)."""
+    simulated = _balanced_chain_half_time(u0, 1.0, depth)
+    assert deep_linear.half_loss_time(u0**depth, 1.0, depth) == pytest.approx(simulated, rel=1e-3)
+
+
+@pytest.mark.parametrize("depth", [3, 4, 5])
+def test_small_init_asymptote(depth):
+    c0 = 1e-12
+    t = deep_linear.half_loss_time(c0, 1.0, depth)
+    assert t == pytest.approx(deep_linear.half_loss_time_asymptote(c0, 1.0, depth), rel=0.02)
+
+
+@pytest.mark.parametrize("depth", [3, 4])
+def test_power_law_exponent_in_sigma(depth):
+    """t½ ∝ σ^{-(L-2)} with c₀ = σ^L (silent-alignment Fig. 3a)."""
+    sigma = np.geomspace(1e-4, 1e-3, 5)
+    t = [deep_linear.half_loss_time(x**depth, 1.0, depth) for x in sigma]
+    slope = np.polyfit(np.log(sigma), np.log(t), 1)[0]
+    assert slope == pytest.approx(-(depth - 2), abs=0.01)
+
+
+def test_rejects_initial_gain_above_target():
+    with pytest.raises(ValueError, match="0 < c0 < s"):
+        deep_linear.half_loss_time(2.0, 1.0, 3)

@@ -1,0 +1,133 @@
+"""The compiled training loop against plain-numpy and plain-optax reference loops."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from ntkpipe.models import MLP, Linearized
+from ntkpipe.spec.schema import CheckpointSpec, TrainSpec
+from ntkpipe.train import checkpoint_steps, total_steps, train
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((10, 3))
+Y = RNG.standard_normal((10, 1))
+
+
+def linear_model(dtype=jnp.float64):
+    return MLP(3, 1, 1, 1, activation="linear", dtype=dtype, key=jax.random.PRNGKey(1))
+
+
+def spec(**kw) -> TrainSpec:
+    base = {"optimizer": {"name": "gd", "lr": 0.1}, "steps": 25, "dtype": "float64",
+            "checkpoints": {"spacing": "linear", "count": 5}}
+    base.update(kw)
+    if "epochs" in kw or "max_time" in kw:
+        base.pop("steps")
+    return TrainSpec.model_validate(base)
+
+
+def loss_only(model):
+    f = jax.vmap(model)(jnp.asarray(X))
+    return {"loss": float(0.5 * jnp.mean(jnp.sum((f - Y) ** 2, -1)))}
+
+
+def run(model, train_spec, key=jax.random.PRNGKey(0)):
+    return train(model, X, Y, train_spec, key=key, measure=loss_only)
+
+
+def test_gd_matches_numpy_gradient_descent():
+    model = linear_model()
+    traj = run(model, spec())
+    w = np.asarray(model.weights[0])[0].copy()
+    for _ in range(25):
+        w -= 0.1 * X.T @ (X @ w - Y[:, 0]) / len(X)
+    np.testing.assert_allclose(np.asarray(traj.model.weights[0])[0], w, rtol=1e-12)
+    assert traj.steps.tolist() == [0, 5, 10, 15, 20, 25]
+    np.testing.assert_allclose(traj.time, traj.steps * 0.1)
+
+
+def test_momentum_with_linear_decay_matches_heavy_ball():
+    model = linear_model()
+    opt = {"name": "sgd", "lr": 0.05, "momentum": 0.9, "schedule": "linear_decay"}
+    traj = run(model, spec(optimizer=opt, steps=40))
+    w = np.asarray(model.weights[0])[0].copy()
+    buf = np.zeros_like(w)
+    for step in range(40):
+        g = X.T @ (X @ w - Y[:, 0]) / len(X)
+        buf = 0.9 * buf + g
+        w -= 0.05 * (1 - step / 40) * buf
+    np.testing.assert_allclose(np.asarray(traj.model.weights[0])[0], w, rtol=1e-12)
+
+
+def test_minibatches_cover_each_example_once_per_epoch():
+    """Batches of 4 from 10 points: batches of 4, 4 and a last one of 2 (mean over its 2)."""
+    model = linear_model()
+    key = jax.random.PRNGKey(3)
+    traj = run(model, spec(optimizer={"name": "sgd", "lr": 0.1}, batch_size=4, epochs=2), key)
+    w = np.asarray(model.weights[0])[0].copy()
+    for epoch in range(2):
+        perm = np.asarray(jax.random.permutation(jax.random.fold_in(key, epoch), 10))
+        for idx in (perm[:4], perm[4:8], perm[8:]):
+            w -= 0.1 * X[idx].T @ (X[idx] @ w - Y[idx, 0]) / len(idx)
+    np.testing.assert_allclose(np.asarray(traj.model.weights[0])[0], w, rtol=1e-12)
+    assert traj.steps[-1] == 6 and traj.epoch[-1] == 2
+
+
+def test_adam_matches_optax_adam():
+    model = MLP(3, 4, 2, 1, activation="tanh", dtype=jnp.float64, key=jax.random.PRNGKey(2))
+    traj = run(model, spec(optimizer={"name": "adam", "lr": 0.01}, steps=30))
+    opt = optax.adam(0.01)
+    state = opt.init(model)
+
+    def loss(m):
+        return 0.5 * jnp.mean(jnp.sum((jax.vmap(m)(jnp.asarray(X)) - Y) ** 2, -1))
+
+    for _ in range(30):
+        updates, state = opt.update(jax.grad(loss)(model), state, model)
+        model = optax.apply_updates(model, updates)
+    for a, b in zip(jax.tree.leaves(traj.model), jax.tree.leaves(model)):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_linearized_model_trains_only_its_params():
+    base = MLP(3, 4, 2, 1, activation="relu", dtype=jnp.float64, key=jax.random.PRNGKey(4))
+    traj = run(Linearized(base), spec(steps=5))
+    np.testing.assert_array_equal(traj.model.origin.weights[0], base.weights[0])
+    assert not np.allclose(traj.model.params.weights[0], base.weights[0])
+    assert traj.series["loss"][-1] < traj.series["loss"][0]
+
+
+def test_divergence_is_recorded_not_raised():
+    traj = run(linear_model(), spec(optimizer={"name": "gd", "lr": 1e3}, steps=2000,
+                                    checkpoints={"spacing": "log", "per_decade": 5}))
+    assert traj.diverged
+    assert np.isfinite(traj.series["loss"][0]) and np.isnan(traj.series["loss"][-1])
+
+
+def test_float32_training_is_reproducible():
+    model = MLP(3, 8, 3, 1, activation="relu", key=jax.random.PRNGKey(0))
+    s = spec(optimizer={"name": "sgd", "lr": 0.05, "momentum": 0.9}, batch_size=4, epochs=3, dtype="float32")
+    a, b = run(model, s), run(model, s)
+    np.testing.assert_array_equal(a.series["loss"], b.series["loss"])
+    assert a.model.weights[0].dtype == jnp.float32
+
+
+def test_checkpoint_grid_is_shared_across_lengths():
+    grid = CheckpointSpec(spacing="log", per_decade=4)
+    short, long = checkpoint_steps(grid, 100), checkpoint_steps(grid, 1000)
+    assert short[0] == 0 and short[-1] == 100 and long[-1] == 1000
+    assert set(short[:-1]) <= set(long)
+    assert short.tolist() == [0, 1, 2, 3, 6, 10, 18, 32, 56, 100]
+
+
+@pytest.mark.parametrize("kw,expected", [
+    ({"steps": 7}, 7),
+    ({"epochs": 3, "batch_size": 4, "optimizer": {"name": "sgd", "lr": 0.1}}, 9),
+    ({"max_time": 2.0}, 20),
+])
+def test_total_steps(kw, expected):
+    assert total_steps(spec(**kw), 10) == expected

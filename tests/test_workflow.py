@@ -1,0 +1,152 @@
+"""End to end through Snakemake's Python API in a temporary directory: both DAG shapes (plain
+sweep; NTK Gram → eigendecomposition → training), incremental reruns, variants, bad specs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from tests.conftest import run_snakemake
+
+pytestmark = pytest.mark.workflow
+
+SCALING = """\
+data: {source: linear_teacher, dim: 8, n_train: 16, gamma: 0.0}
+model: {depth: 3, width: 8, activation: linear, sigma: 0.1}
+train:
+  optimizer: {name: gd, lr: 5e-2}
+  max_time: 60
+  checkpoints: {per_decade: 10}
+measure: [loss, alignment, first_layer_alignment, t_half, t_align, t_half_theory]
+sweep:
+  sigma: [0.1, 0.15]
+figures:
+  - {name: t_half, kind: sweep, x: sigma, y: t_half, theory: t_half_theory, logx: true, logy: true}
+  - {name: curves, kind: time_series, variables: [loss, alignment], hue: sigma}
+variants:
+  paper:
+    sweep: {sigma: [0.1, 0.15, 0.2]}
+"""
+
+EIGEN = """\
+data:
+  source: digits
+  n_train: 60
+  n_test: 40
+  labels: {kind: eigenvector_sign, stage: eig, eigen_index: 2}
+model: {depth: 2, width: 16, activation: relu, sigma: 1.4, bias: true}
+train:
+  optimizer: {name: sgd, lr: 0.05, momentum: 0.9, schedule: linear_decay}
+  loss: bce
+  batch_size: 32
+  epochs: 3
+  checkpoints: {spacing: linear, count: 3}
+stages:
+  gram: {compute: ntk_gram}
+  eig: {compute: eigendecomposition, input: gram, top_k: 10}
+measure: [loss, test_accuracy, eigenvalue, alignment_init]
+sweep:
+  model_kind: [network, linearized]
+  eigen_index: [2, 3]
+figures:
+  - {name: accuracy, kind: sweep, x: eigen_index, y: test_accuracy, hue: model_kind}
+"""
+
+
+def _kinds(updated: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {"runs": [], "stages": [], "datasets": [], "figures": []}
+    for path in updated:
+        parts = Path(path).parts
+        if parts[1] == "runs":
+            out["runs"].append(path)
+        elif parts[1] == "stages":
+            out["stages"].append(path)
+        elif parts[-2] == "figures":
+            out["figures"].append(path)
+        else:
+            out["datasets"].append(path)
+    return out
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("study")
+    (work / "specs").mkdir()
+    (work / "specs" / "tiny_scaling.yaml").write_text(SCALING)
+    (work / "specs" / "tiny_eigen.yaml").write_text(EIGEN)
+    return work
+
+
+@pytest.fixture(scope="module")
+def first_run(workdir) -> dict[str, list[str]]:
+    return _kinds(run_snakemake(workdir))
+
+
+def test_first_run_makes_every_job(first_run):
+    assert len(first_run["runs"]) == 2 + 4
+    assert len(first_run["stages"]) == 2  # one Gram and one eigendecomposition shared by 4 runs
+    assert sorted(first_run["datasets"]) == ["results/tiny_eigen/tiny_eigen.zarr",
+                                             "results/tiny_scaling/tiny_scaling.zarr"]
+    assert len(first_run["figures"]) == 3
+
+
+def test_scaling_dataset_contents(workdir, first_run):
+    ds = xr.open_zarr(workdir / "results/tiny_scaling/tiny_scaling.zarr")
+    assert ds["t_half"].dims == ("sigma",) and ds["loss"].dims == ("sigma", "time")
+    t_half, theory = ds["t_half"].values, ds["t_half_theory"].values
+    assert np.all(np.isfinite(t_half)) and t_half[0] > t_half[1]  # smaller σ learns later
+    # the ODE's σ-scaling matches the simulation (its offset depends on c₀'s approximation)
+    np.testing.assert_allclose(t_half[0] / t_half[1], theory[0] / theory[1], rtol=0.05)
+    np.testing.assert_allclose(t_half, theory, rtol=0.4)
+    assert ds.attrs["ntkpipe_version"] and "sigma" in ds.attrs["config"]
+    run = xr.open_zarr(workdir / "results/runs" / f"{ds['run_id'].values[0]}.zarr")
+    assert '"sigma":0.1' in run.attrs["config"].replace(" ", "")
+
+
+def test_eigen_dataset_alignment_is_eigenvalue(workdir, first_run):
+    ds = xr.open_zarr(workdir / "results/tiny_eigen/tiny_eigen.zarr")
+    assert set(ds["test_accuracy"].dims) >= {"model_kind", "eigen_index"}
+    np.testing.assert_allclose(ds["alignment_init"].values, ds["eigenvalue"].values, rtol=1e-5)
+    lam = ds["eigenvalue"].sel(model_kind="network").values
+    assert lam[0] > lam[1] > 0
+
+
+def test_rerun_without_change_does_nothing(workdir, first_run):
+    assert run_snakemake(workdir) == []
+
+
+def test_one_more_sweep_value_runs_only_the_new_run(workdir, first_run):
+    spec = workdir / "specs" / "tiny_scaling.yaml"
+    spec.write_text(SCALING.replace("sigma: [0.1, 0.15]\nfigures", "sigma: [0.1, 0.15, 0.12]\nfigures"))
+    changed = _kinds(run_snakemake(workdir))
+    assert len(changed["runs"]) == 1 and changed["stages"] == []
+    assert changed["datasets"] == ["results/tiny_scaling/tiny_scaling.zarr"]
+    assert sorted(changed["figures"]) == ["results/tiny_scaling/figures/curves.png",
+                                          "results/tiny_scaling/figures/t_half.png"]
+    ds = xr.open_zarr(workdir / "results/tiny_scaling/tiny_scaling.zarr")
+    assert ds["sigma"].values.tolist() == [0.1, 0.12, 0.15]
+
+
+def test_figure_edit_reruns_only_that_figure(workdir, first_run):
+    spec = workdir / "specs" / "tiny_scaling.yaml"
+    spec.write_text(spec.read_text().replace("hue: sigma}", "hue: sigma, logx: false}"))
+    assert run_snakemake(workdir) == ["results/tiny_scaling/figures/curves.png"]
+
+
+def test_variant_reuses_identical_runs(workdir, first_run):
+    changed = _kinds(run_snakemake(workdir, config={"variant": "paper", "studies": "tiny_scaling"}))
+    assert len(changed["runs"]) == 1  # σ = 0.2; σ = 0.1 and 0.15 are the default variant's runs
+    assert changed["datasets"] == ["results/tiny_scaling-paper/tiny_scaling-paper.zarr"]
+
+
+def test_invalid_spec_stops_before_anything_is_written(workdir, first_run, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(workdir / "specs", bad / "specs")
+    (bad / "specs" / "tiny_scaling.yaml").write_text(SCALING.replace("width: 8", "widht: 8"))
+    with pytest.raises(Exception, match=r"line 2: model.widht: unknown key \(did you mean 'width'\?\)"):
+        run_snakemake(bad)
+    assert not (bad / "results").exists()
