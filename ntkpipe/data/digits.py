@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.datasets import load_digits
 
 
 def digits_pool() -> tuple[np.ndarray, np.ndarray]:
     """All digits as ``(x (1797, 64) float64 in [0, 1], labels (1797,) int)``."""
+    from sklearn.datasets import load_digits  # imported here: scikit-learn takes a second to import
+
     bunch = load_digits()
     return bunch.data.astype(np.float64) / 16.0, bunch.target.astype(np.int64)
