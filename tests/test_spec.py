@@ -163,11 +163,11 @@ def test_figure_and_summary_references_are_checked(tmp_path):
           - {name: f, kind: sweep, x: sigmaa, y: t_half, where: {sigma: 0.3}}
           - {name: f, kind: time_series, variables: [t_half]}
         """))
-    assert any("summaries.0.y: 'loss' is a series measurement" in p for p in found)
-    assert any("figures.0.x: x 'sigmaa' is not a sweep axis (did you mean 'sigma'?)" in p for p in found)
+    assert any("summaries.0.y: 'loss' is a series variable" in p for p in found)
+    assert any("figures.0.x: x 'sigmaa' is neither a sweep axis nor a dimension of the plotted variables (did you mean 'sigma'?)" in p for p in found)
     assert any("sigma=0.3 is not in the sweep" in p for p in found)
     assert any("figure name 'f' is used twice" in p for p in found)
-    assert any("figures.1.variables.0: 't_half' is a scalar measurement" in p for p in found)
+    assert any("figures.1.variables.0: 't_half' is a scalar variable" in p for p in found)
 
 
 def test_stage_references_are_checked(tmp_path):
@@ -221,3 +221,73 @@ def test_stage_is_shared_by_network_and_linearization(tmp_path):
     computes = sorted(s.compute for s in plan.stages.values())
     assert computes == ["eigendecomposition"] * 2 + ["ntk_gram"] * 2  # one pair per seed
     assert all(r.stage_paths["labels"].parent.name == "eigendecomposition" for r in plan.runs)
+
+
+# --- cases, variants and theory measurements ---------------------------------------------------
+
+CASES = BASE.replace("measure: [loss, t_half]", "measure: [loss, t_half, t_half_theory]") + """\
+sweep:
+  sigma: [0.1, 0.2]
+  cases:
+    dataset:
+      whitened: {}
+      raw: {data: {gamma: null}, model: {width: 7}}
+"""
+
+
+def test_cases_axis_merges_overrides(tmp_path):
+    study = load_study(write(tmp_path, CASES))
+    assert study.axes == ["sigma", "dataset"] and len(study.runs) == 4
+    by_point = {(p["sigma"], p["dataset"]): r for p, r in zip(study.points, study.runs)}
+    assert by_point[(0.2, "raw")].data.gamma is None and by_point[(0.2, "raw")].model.width == 7
+    assert by_point[(0.1, "whitened")].data.gamma == 0.0 and by_point[(0.1, "whitened")].model.width == 5
+
+
+def test_theory_measurement_applies_where_its_assumptions_hold(tmp_path):
+    """t_half_theory needs whitened data: NaN for the raw case, an error only if no run qualifies."""
+    load_study(write(tmp_path, CASES))
+    found = problems(tmp_path, CASES.replace("      whitened: {}\n", "      whitened: {data: {gamma: 0.5}}\n"))
+    assert any("t_half_theory: applies only with whitened data" in p for p in found)
+
+
+def test_case_errors_point_at_the_override(tmp_path):
+    found = problems(tmp_path, CASES.replace("model: {width: 7}", "model: {width: -7}"))
+    assert found == ["line 12: sweep.cases.dataset.raw.model.width: case dataset='raw': "
+                     "Input should be greater than or equal to 1"]
+    found = problems(tmp_path, CASES.replace("raw: {data:", "raw: {dta:"))
+    assert "may override seed, data, model, train, not 'dta' (did you mean 'data'?)" in found[0]
+    found = problems(tmp_path, CASES.replace("    dataset:\n", "    method:\n"))
+    assert "case axis name 'method' is reserved" in found[0]
+    found = problems(tmp_path, CASES.replace("    dataset:\n", "    sigma:\n"))
+    assert "'sigma' is a spec axis; sweep it directly" in found[0]
+
+
+def test_variant_sweep_replaces_the_base_sweep(tmp_path):
+    text = CASES + "variants:\n  paper:\n    sweep: {sigma: [0.3]}\n"
+    study = load_study(write(tmp_path, text), "paper")
+    assert study.points == [{"sigma": 0.3}]
+
+
+def test_measurement_options_are_checked(tmp_path):
+    found = problems(tmp_path, BASE.replace("[loss, t_half]", "[loss, {name: t_half, ridge: 0.1}]"))
+    assert any("option 'ridge' does not apply to 't_half'" in p for p in found)
+
+
+def test_local_data_is_checked_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.delenv("NTKPIPE_DATA", raising=False)
+    text = BASE.replace("{source: linear_teacher, dim: 4, n_train: 8, gamma: 0.0}",
+                        f"{{source: mnist, path: {tmp_path / 'nowhere'}, n_train: 8}}")
+    found = problems(tmp_path, text)
+    assert any(f"line 1: data.path: {tmp_path / 'nowhere'}" in p for p in found), found
+    assert any("train-images-idx3-ubyte" in p for p in found)
+
+
+def test_shipped_specs_are_valid(repo, monkeypatch):
+    """Every variant of every shipped spec validates (paper variants minus their local data files)."""
+    from ntkpipe.spec import checks
+    from ntkpipe.spec.load import variant_names
+
+    monkeypatch.setattr(checks, "data_file_problems", lambda spec, verify_checksums: [])
+    for path in sorted((repo / "specs").glob("*.yaml")):
+        for variant in variant_names(path):
+            assert load_study(path, variant).runs

@@ -57,6 +57,28 @@ figures:
 """
 
 
+SILENT = """\
+data: {source: digits, classes: [0, 1], n_train: 40, n_test: 20, gamma: 0.0}
+model: {depth: 2, width: 16, activation: relu, sigma: 0.05}
+train:
+  optimizer: {name: gd, lr: 0.1}
+  max_time: 20
+  checkpoints: {per_decade: 5}
+measure: [loss, kernel_norm, alignment, alignment_theory, kernel_predictors, input_spectrum]
+sweep:
+  cases:
+    dataset:
+      digits: {}
+      synthetic: {data: {source: linear_teacher, classes: null, dim: 8}}
+figures:
+  - {name: dynamics, kind: time_series, variables: [loss, kernel_norm, alignment], overlay: true,
+     normalize: {loss: initial, kernel_norm: final}, theory: {alignment: alignment_theory}, col: dataset}
+  - {name: predictions, kind: scatter, x: prediction_network, y: [prediction_final_ntk, prediction_init_ntk],
+     col: dataset}
+  - {name: spectra, kind: sweep, x: spectrum_index, y: input_spectrum, hue: dataset, logy: true}
+"""
+
+
 def _kinds(updated: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {"runs": [], "stages": [], "datasets": [], "figures": []}
     for path in updated:
@@ -78,6 +100,7 @@ def workdir(tmp_path_factory) -> Path:
     (work / "specs").mkdir()
     (work / "specs" / "tiny_scaling.yaml").write_text(SCALING)
     (work / "specs" / "tiny_eigen.yaml").write_text(EIGEN)
+    (work / "specs" / "tiny_silent.yaml").write_text(SILENT)
     return work
 
 
@@ -87,11 +110,12 @@ def first_run(workdir) -> dict[str, list[str]]:
 
 
 def test_first_run_makes_every_job(first_run):
-    assert len(first_run["runs"]) == 2 + 4
+    assert len(first_run["runs"]) == 2 + 4 + 2
     assert len(first_run["stages"]) == 2  # one Gram and one eigendecomposition shared by 4 runs
     assert sorted(first_run["datasets"]) == ["results/tiny_eigen/tiny_eigen.zarr",
-                                             "results/tiny_scaling/tiny_scaling.zarr"]
-    assert len(first_run["figures"]) == 3
+                                             "results/tiny_scaling/tiny_scaling.zarr",
+                                             "results/tiny_silent/tiny_silent.zarr"]
+    assert len(first_run["figures"]) == 3 + 3
 
 
 def test_scaling_dataset_contents(workdir, first_run):
@@ -113,6 +137,15 @@ def test_eigen_dataset_alignment_is_eigenvalue(workdir, first_run):
     np.testing.assert_allclose(ds["alignment_init"].values, ds["eigenvalue"].values, rtol=1e-5)
     lam = ds["eigenvalue"].sel(model_kind="network").values
     assert lam[0] > lam[1] > 0
+
+
+def test_case_axis_and_per_point_arrays(workdir, first_run):
+    ds = xr.open_zarr(workdir / "results/tiny_silent/tiny_silent.zarr")
+    assert ds["dataset"].values.tolist() == ["digits", "synthetic"]
+    assert ds["prediction_network"].dims == ("dataset", "test_point", "output")
+    spectrum = ds["input_spectrum"].sel(dataset="synthetic").values
+    np.testing.assert_allclose(spectrum[np.isfinite(spectrum)], 1.0, rtol=1e-10)  # whitened: XᵀX/P = I
+    assert np.all(ds["pred_relerr_final"].values < ds["pred_relerr_init"].values)
 
 
 def test_rerun_without_change_does_nothing(workdir, first_run):

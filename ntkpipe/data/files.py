@@ -372,22 +372,53 @@ def _verify_or_raise(directory: Path, dataset: str) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def _read_bytes(path: Path, dataset: str) -> bytes:
+def _read_error(path: Path, dataset: str, exc: BaseException) -> DataFileError:
+    kind = "a complete gzip stream" if path.suffix == ".gz" else "a readable file"
+    return DataFileError(
+        f"{path}: expected {kind}, found an error reading it ({exc}); the file is "
+        f"probably truncated or corrupt. {_fix(dataset, path.parent)}"
+    )
+
+
+def _read_bytes(path: Path, dataset: str, limit: int = -1) -> bytes:
+    """The (decompressed, for ``.gz``) content of ``path``; only its first ``limit`` bytes if >= 0."""
     try:
         if path.suffix == ".gz":
             with gzip.open(path, "rb") as f:
-                return f.read()
-        return path.read_bytes()
+                return f.read(limit)
+        with open(path, "rb") as f:
+            return f.read(limit)
     except (OSError, EOFError, zlib.error) as exc:
-        kind = "a complete gzip stream" if path.suffix == ".gz" else "a readable file"
-        raise DataFileError(
-            f"{path}: expected {kind}, found an error reading it ({exc}); the file is "
-            f"probably truncated or corrupt. {_fix(dataset, path.parent)}"
-        ) from exc
+        raise _read_error(path, dataset, exc) from exc
 
 
-def _read_idx(path: Path, magic_want: int, what: str) -> np.ndarray:
-    data = _read_bytes(path, "mnist")
+def _gzip_isize(path: Path) -> int:
+    """ISIZE of the (last) gzip member: the uncompressed size mod 2**32 (RFC 1952, sec. 2.3.1)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-4, os.SEEK_END)
+            return struct.unpack("<I", f.read(4))[0]
+    except OSError as exc:  # shorter than 4 bytes, or unreadable
+        raise _read_error(path, "mnist", exc) from exc
+
+
+def _gzip_uncompressed_size(path: Path) -> int:
+    """Decompress ``path`` in chunks and count the bytes (without keeping them)."""
+    n = 0
+    try:
+        with gzip.open(path, "rb") as f:
+            while chunk := f.read(1 << 22):
+                n += len(chunk)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _read_error(path, "mnist", exc) from exc
+    return n
+
+
+def _parse_idx_header(data: bytes, path: Path, magic_want: int, what: str) -> tuple[int, ...]:
+    """The dimension sizes declared by the IDX header at the start of ``data``.
+
+    ``data`` may be the whole (decompressed) file or only its first ``4 + 4 * ndim`` bytes.
+    """
     fix = _fix("mnist", path.parent)
     want_ndim = magic_want & 0xFF
     if len(data) < 4:
@@ -406,15 +437,27 @@ def _read_idx(path: Path, magic_want: int, what: str) -> np.ndarray:
             f"{path}: expected an IDX {what} file with magic number 0x{magic_want:08x} "
             f"(unsigned bytes, {want_ndim} dimension(s)), found 0x{magic:08x}{hint}. {fix}"
         )
-    header = 4 + 4 * want_ndim
+    header = _idx_header_size(magic_want)
     if len(data) < header:
         raise DataFileError(
             f"{path}: expected a {header}-byte IDX header ({want_ndim} dimension sizes), "
             f"found only {len(data)} bytes; the file is truncated. {fix}"
         )
-    dims = struct.unpack(f">{want_ndim}I", data[4:header])
-    count = int(np.prod(dims, dtype=np.int64))
-    payload = len(data) - header
+    return struct.unpack(f">{want_ndim}I", data[4:header])
+
+
+def _idx_header_size(magic: int) -> int:
+    return 4 + 4 * (magic & 0xFF)
+
+
+def _idx_count(dims: tuple[int, ...]) -> int:
+    return int(np.prod(dims, dtype=np.int64))
+
+
+def _check_idx_payload(path: Path, dims: tuple[int, ...], payload: int, what: str) -> int:
+    """Check that ``payload`` bytes follow the header declaring ``dims``; the element count."""
+    fix = _fix("mnist", path.parent)
+    count = _idx_count(dims)
     shape = "x".join(map(str, dims))
     if payload < count:
         raise DataFileError(
@@ -429,31 +472,78 @@ def _read_idx(path: Path, magic_want: int, what: str) -> np.ndarray:
         )
     if dims[0] == 0:
         raise DataFileError(f"{path}: expected at least one item, found a header declaring 0. {fix}")
+    return count
+
+
+def _read_idx(path: Path, magic_want: int, what: str) -> np.ndarray:
+    data = _read_bytes(path, "mnist")
+    dims = _parse_idx_header(data, path, magic_want, what)
+    header = _idx_header_size(magic_want)
+    count = _check_idx_payload(path, dims, len(data) - header, what)
     return np.frombuffer(data, dtype=np.uint8, count=count, offset=header).reshape(dims).copy()
+
+
+def _read_idx_header(path: Path, magic_want: int, what: str) -> tuple[int, ...]:
+    """Check an IDX file's header and size like :func:`_read_idx`, without reading its payload.
+
+    A plain file's size comes from the file system.  A ``.gz`` file has only its header
+    bytes decompressed; its size is the gzip trailer's ISIZE (uncompressed size mod 2**32),
+    compared with the header's.  Only when they differ is the stream decompressed (and
+    discarded) to tell a truncated stream from a short payload, and to accept a
+    multi-member gzip whose last ISIZE covers only its last member.
+    """
+    header = _idx_header_size(magic_want)
+    dims = _parse_idx_header(_read_bytes(path, "mnist", header), path, magic_want, what)
+    if path.suffix != ".gz":
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise _read_error(path, "mnist", exc) from exc
+        _check_idx_payload(path, dims, size - header, what)
+        return dims
+    declared = header + _idx_count(dims)
+    if _gzip_isize(path) != declared % (1 << 32):
+        _check_idx_payload(path, dims, _gzip_uncompressed_size(path) - header, what)
+    elif dims[0] == 0:
+        _check_idx_payload(path, dims, 0, what)
+    return dims
+
+
+def _check_mnist_image_dims(path: Path, dims: tuple[int, ...]) -> None:
+    if tuple(dims[1:]) != _MNIST_SHAPE:
+        raise DataFileError(
+            f"{path}: expected MNIST images of 28x28 pixels, found "
+            f"{dims[1]}x{dims[2]}; this is not MNIST. {_fix('mnist', path.parent)}"
+        )
+
+
+def _read_mnist_labels(path: Path) -> np.ndarray:
+    """A labels file, read whole (60 kB for MNIST) and checked to hold classes 0..9."""
+    y = _read_idx(path, _IDX_LABELS_MAGIC, "labels")
+    if y.max() >= _NUM_CLASSES:
+        bad = int(np.flatnonzero(y >= _NUM_CLASSES)[0])
+        raise DataFileError(
+            f"{path}: expected labels in 0..9, found {int(y[bad])} at index {bad} "
+            f"(max {int(y.max())}); the file is corrupt or not MNIST. {_fix('mnist', path.parent)}"
+        )
+    return y
+
+
+def _check_mnist_counts(ipath: Path, lpath: Path, n_images: int, n_labels: int) -> None:
+    if n_images != n_labels:
+        raise DataFileError(
+            f"{ipath} and {lpath}: expected as many labels as images, found "
+            f"{n_images} images and {n_labels} labels; the two files come from "
+            f"different downloads or one is damaged. {_fix('mnist', ipath.parent)}"
+        )
 
 
 def _load_mnist_split(paths: dict[tuple[str, str], Path], split: str) -> tuple[np.ndarray, np.ndarray]:
     ipath, lpath = paths[(split, "images")], paths[(split, "labels")]
-    fix = _fix("mnist", ipath.parent)
     x = _read_idx(ipath, _IDX_IMAGES_MAGIC, "images")
-    if x.shape[1:] != _MNIST_SHAPE:
-        raise DataFileError(
-            f"{ipath}: expected MNIST images of 28x28 pixels, found "
-            f"{x.shape[1]}x{x.shape[2]}; this is not MNIST. {fix}"
-        )
-    y = _read_idx(lpath, _IDX_LABELS_MAGIC, "labels")
-    if y.max() >= _NUM_CLASSES:
-        bad = int(np.flatnonzero(y >= _NUM_CLASSES)[0])
-        raise DataFileError(
-            f"{lpath}: expected labels in 0..9, found {int(y[bad])} at index {bad} "
-            f"(max {int(y.max())}); the file is corrupt or not MNIST. {fix}"
-        )
-    if x.shape[0] != y.shape[0]:
-        raise DataFileError(
-            f"{ipath} and {lpath}: expected as many labels as images, found "
-            f"{x.shape[0]} images and {y.shape[0]} labels; the two files come from "
-            f"different downloads or one is damaged. {fix}"
-        )
+    _check_mnist_image_dims(ipath, x.shape)
+    y = _read_mnist_labels(lpath)
+    _check_mnist_counts(ipath, lpath, x.shape[0], y.shape[0])
     return x, y
 
 

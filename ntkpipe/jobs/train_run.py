@@ -4,120 +4,78 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable
 
-import equinox as eqx
-import jax
-import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from ntkpipe.data import Dataset, eigenvector_sign_targets, load_dataset
-from ntkpipe.measure.accuracy import accuracy
-from ntkpipe.measure.crossing import first_crossing, half_loss_time
-from ntkpipe.measure.kernel_stats import kernel_alignment, kernel_norm
-from ntkpipe.measure.weights import first_layer, first_layer_alignment
+from ntkpipe.data import eigenvector_sign_targets, load_dataset
+from ntkpipe.measure.context import ModelView, RunContext
+from ntkpipe.measure.registry import REGISTRY, VARIABLES
 from ntkpipe.models import build_model, run_keys
-from ntkpipe.ntk import empirical_ntk, flatten_gram, jacobian_alignment
 from ntkpipe.spec.plan import RunJob
 from ntkpipe.spec.schema import RunSpec
 from ntkpipe.store import read_store, write_store
-from ntkpipe.theory import deep_linear
-from ntkpipe.train.loop import Trajectory, train
-from ntkpipe.train.losses import LOSSES
+from ntkpipe.train.loop import train
 
 
-@eqx.filter_jit
-def _outputs(model, x):
-    return jax.vmap(model)(x)
-
-
-def run_dataset(spec: RunSpec, label_stage: Path | None = None) -> tuple[Dataset, np.ndarray | None]:
-    """The run's data; with eigenvector labels also the (n_all, k) eigenvectors and eigenvalues."""
+def run_context(spec: RunSpec, label_stage: Path | None = None) -> RunContext:
+    """The run's data (with eigenvector labels from ``label_stage`` if asked) and initial model."""
     data = load_dataset(spec.data)
-    if spec.data.labels.kind != "eigenvector_sign":
-        return data, None
-    eigen = read_store(label_stage)
-    vectors = eigen["eigenvectors"].values
-    data = data.with_targets(eigenvector_sign_targets(vectors, spec.data.labels.eigen_index))
-    return data, eigen
+    eigen = None
+    if spec.data.labels.kind == "eigenvector_sign":
+        eigen = read_store(label_stage).load()
+        data = data.with_targets(eigenvector_sign_targets(eigen["eigenvectors"].values, spec.data.labels.eigen_index))
+    model0 = build_model(spec.model, data.x_train.shape[1], data.n_outputs, spec.seed)
+    return RunContext(spec, data, model0, eigen)
 
 
-def checkpoint_measure(spec: RunSpec, data: Dataset) -> Callable[[eqx.Module], dict[str, float]]:
-    """The function that takes the series measurements of ``spec`` on a model."""
-    names = [m.name for m in spec.measure]
-    per_example = LOSSES[spec.train.loss]
-    dtype = jnp.dtype(spec.train.dtype)
-    x_train, y_train = jnp.asarray(data.x_train, dtype), jnp.asarray(data.y_train, dtype)
-    x_test, y_test = jnp.asarray(data.x_test, dtype), jnp.asarray(data.y_test, dtype)
+def _checkpoint_measure(run: RunContext):
+    items = [m for m in run.spec.measure if REGISTRY[m.name].when == "checkpoint" and m.name != "loss"]
 
-    def measure(model) -> dict[str, float]:
-        out: dict[str, float] = {}
-        f_train = _outputs(model, x_train)
-        out["loss"] = float(jnp.mean(per_example(f_train, y_train)))
-        if "train_accuracy" in names:
-            out["train_accuracy"] = accuracy(f_train, data.y_train)
-        if {"test_loss", "test_accuracy"} & set(names):
-            f_test = _outputs(model, x_test)
-            if "test_loss" in names:
-                out["test_loss"] = float(jnp.mean(per_example(f_test, y_test)))
-            if "test_accuracy" in names:
-                out["test_accuracy"] = accuracy(f_test, data.y_test)
-        if {"kernel_norm", "alignment"} & set(names):
-            gram = np.asarray(flatten_gram(empirical_ntk(model, data.x_train)))
-            if "kernel_norm" in names:
-                out["kernel_norm"] = kernel_norm(gram)
-            if "alignment" in names:
-                out["alignment"] = kernel_alignment(gram, data.y_train)
-        if "first_layer_alignment" in names:
-            out["first_layer_alignment"] = first_layer_alignment(model, data.beta)
+    def measure(model) -> dict:
+        view = ModelView(model, run)
+        out = REGISTRY["loss"].compute(view, None)  # always: it detects divergence
+        for item in items:
+            out.update(REGISTRY[item.name].compute(view, item))
         return out
 
     return measure
 
 
-def run_scalars(spec: RunSpec, data: Dataset, model0, traj: Trajectory, eigen) -> dict[str, float]:
-    """The per-run scalar measurements, from the recorded series and the initial model."""
-    names = {m.name: m for m in spec.measure}
-    out: dict[str, float] = {}
-    if "t_half" in names:
-        out["t_half"] = half_loss_time(traj.time, traj.series["loss"])
-    if "t_align" in names:
-        threshold = names["t_align"].threshold if names["t_align"].threshold is not None else 0.5
-        out["t_align"] = first_crossing(traj.time, traj.series["first_layer_alignment"], threshold, downward=False)
-    if "t_half_theory" in names:
-        readout = float(jnp.linalg.norm(first_layer(model0).weights[-1]))
-        c0 = deep_linear.initial_gain(readout, spec.model.depth)
-        s = spec.data.teacher_scale
-        out["t_half_theory"] = deep_linear.half_loss_time(c0, s, spec.model.depth) if c0 < s else float("nan")
-    j = spec.data.labels.eigen_index
-    if "eigenvalue" in names:
-        out["eigenvalue"] = float(eigen["eigenvalues"].values[j - 1])
-    if "alignment_init" in names:
-        phi = eigen["eigenvectors"].values[:, j - 1]
-        out["alignment_init"] = float(jacobian_alignment(model0, data.x_all, phi))
-    return out
+def _variable(name: str, value, n_time: int) -> tuple[tuple[str, ...], np.ndarray]:
+    dims = VARIABLES[name].dims
+    value = np.asarray(value)
+    extra = [d for d in dims if d != "time"]
+    if value.ndim != len(dims) or ("time" in dims and value.shape[0] != n_time):
+        raise ValueError(f"measurement variable {name!r} has shape {value.shape}, expected dims {dims}")
+    return dims, value if extra or value.ndim else value.reshape(())
 
 
 def train_run(job: RunJob, out: str | Path) -> Path:
-    """Train one run and write its store (series over ``time``, scalars, timings)."""
+    """Train one run and write its store: series over ``time``, final measurements, timings.
+
+    Dimensions other than ``time`` (``test_point``, ``mode``, …) are indexed from 1.
+    """
     tic = time.perf_counter()
     spec = job.spec
-    data, eigen = run_dataset(spec, job.stage_paths.get("labels"))
-    model0 = build_model(spec.model, data.x_train.shape[1], data.n_outputs, spec.seed)
+    run = run_context(spec, job.stage_paths.get("labels"))
     _, batch_key = run_keys(spec.seed)
-    traj = train(model0, data.x_train, data.y_train, spec.train, key=batch_key,
-                 measure=checkpoint_measure(spec, data), label=f"run {job.id[:8]}")
-    scalars = run_scalars(spec, data, model0, traj, eigen)
-    requested = [m.name for m in spec.measure]
-    ds = xr.Dataset(
-        {name: ("time", traj.series[name]) for name in traj.series if name in requested},
-        coords={"time": traj.time, "step": ("time", traj.steps), "epoch": ("time", traj.epoch)},
-    )
-    for name, value in scalars.items():
-        ds[name] = value
-    ds["diverged"] = traj.diverged
+    traj = train(run.model0, run.data.x_train, run.data.y_train, spec.train, key=batch_key,
+                 measure=_checkpoint_measure(run), label=f"run {job.id[:8]}")
+    requested = {v.name for m in spec.measure for v in REGISTRY[m.name].variables}
+    values = {k: v for k, v in traj.series.items() if k in requested}
+    tic_final = time.perf_counter()
+    if not traj.diverged:
+        for item in spec.measure:
+            m = REGISTRY[item.name]
+            if m.when == "final" and not (m.theory and m.requires(spec)):  # theory only where it applies
+                values.update(m.compute(run, traj, item))
+    seconds_final = time.perf_counter() - tic_final
+    ds = xr.Dataset({name: _variable(name, value, len(traj.steps)) for name, value in values.items()},
+                    coords={"time": traj.time, "step": ("time", traj.steps), "epoch": ("time", traj.epoch)})
+    ds = ds.assign_coords({d: np.arange(1, ds.sizes[d] + 1) for d in ds.dims if d not in ds.coords})
+    ds["diverged"] = int(traj.diverged)
     ds["seconds_train"] = traj.seconds["train"]
-    ds["seconds_measure"] = traj.seconds["measure"]
+    ds["seconds_measure"] = traj.seconds["measure"] + seconds_final
     ds["seconds_job"] = time.perf_counter() - tic
     return write_store(ds, out, config=job.config, store_id=job.id)

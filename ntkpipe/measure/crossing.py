@@ -24,3 +24,14 @@ def first_crossing(times: np.ndarray, values: np.ndarray, level: float, *, downw
 def half_loss_time(times: np.ndarray, loss: np.ndarray) -> float:
     """t½: first time the training loss reaches half its initial value (silent-alignment Fig. 3a)."""
     return first_crossing(times, loss, 0.5 * float(loss[0]), downward=True)
+
+
+
+def variation_after(times: np.ndarray, values: np.ndarray, t0: float) -> float:
+    """Fraction of the total variation Σ|Δv| of a series that happens after time ``t0``."""
+    times = np.asarray(times, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    keep = np.isfinite(values)
+    steps = np.abs(np.diff(values[keep]))
+    total = steps.sum()
+    return float(steps[times[keep][1:] > t0].sum() / total) if total > 0 else float("nan")

@@ -1,7 +1,8 @@
-"""The measurements a study may ask for, what each needs, and how figures label it.
+"""The measurements a study may ask for: when each is taken, what it needs, what it stores.
 
-``series`` measurements are taken at every checkpoint (a ``time`` dimension); ``scalar`` ones once per
-run. ``requires`` returns why a run cannot have the measurement (or None).
+``checkpoint`` measurements are taken at every checkpoint (their variables get a ``time``
+dimension); ``final`` ones once per run, from the recorded series and the initial and final
+models. Each stores one or more :class:`Variable`; figures and summaries refer to variables.
 """
 
 from __future__ import annotations
@@ -9,80 +10,120 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Literal
 
+from ntkpipe.measure import checkpoint, final
+from ntkpipe.measure import requirements as req
 from ntkpipe.spec.schema import RunSpec
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A stored variable; ``dims`` are its own dimensions besides the sweep axes ("time" for series)."""
+
+    name: str
+    label: str
+    dims: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Measurement:
     name: str
-    kind: Literal["series", "scalar"]
-    label: str
+    when: Literal["checkpoint", "final"]
     doc: str
+    variables: tuple[Variable, ...]
+    compute: Callable
     requires: Callable[[RunSpec], str | None] = lambda run: None
     depends_on: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    theory: bool = False
+    """A theory overlay: computed for the runs that meet its assumptions, NaN for the others."""
 
 
-def _needs_test(run: RunSpec) -> str | None:
-    return None if run.data.n_test > 0 else "needs test points: set data.n_test > 0"
+def _series(name, label, *dims):
+    return Variable(name, label, ("time", *dims))
 
 
-def _needs_classes(run: RunSpec) -> str | None:
-    if run.data.source == "linear_teacher" and run.data.labels.kind == "default":
-        return "needs class labels; data.source 'linear_teacher' is a regression task"
-    return None
+_PREDICTION_DIMS = ("test_point", "output")
 
+MEASUREMENTS = [
+    Measurement("loss", "checkpoint", "training loss on the full training set",
+                (_series("loss", "training loss"),), checkpoint.train_loss),
+    Measurement("test_loss", "checkpoint", "loss on the test set",
+                (_series("test_loss", "test loss"),), checkpoint.test_loss, req.needs_test),
+    Measurement("train_accuracy", "checkpoint", "accuracy on the training set",
+                (_series("train_accuracy", "train accuracy"),), checkpoint.train_accuracy, req.needs_classes),
+    Measurement("test_accuracy", "checkpoint", "accuracy on the test set",
+                (_series("test_accuracy", "test accuracy"),), checkpoint.test_accuracy,
+                lambda r: req.needs_test(r) or req.needs_classes(r)),
+    Measurement("kernel_norm", "checkpoint", "Frobenius norm of the train NTK Gram",
+                (_series("kernel_norm", "‖K‖_F"),), checkpoint.gram_norm),
+    Measurement("alignment", "checkpoint", "kernel alignment yᵀKy / (‖K‖_F ‖y‖²) on the train set",
+                (_series("alignment", "kernel alignment A(t)"),), checkpoint.gram_alignment),
+    Measurement("first_layer_alignment", "checkpoint", "cos(W₁ᵀW₁, ββᵀ) with β the least-squares direction",
+                (_series("first_layer_alignment", "cos(W₁ᵀW₁, ββᵀ)"),), checkpoint.layer_one_alignment,
+                req.needs_scalar_output),
+    Measurement("readout_norm_sq", "checkpoint", "u² = |a|², the squared readout norm",
+                (_series("readout_norm_sq", "u² = |a|²"),), checkpoint.readout_norm_sq),
+    Measurement("teacher_overlaps", "checkpoint", "q = ½(|a|² + βᵀWᵀWβ), r = aᵀWβ of a two-layer net",
+                (_series("q", "q(t)"), _series("r", "r(t)")), checkpoint.teacher_overlaps, req.two_layers),
+    Measurement("mode_strength", "checkpoint", "strengths u_kᵀ Σ_fx v_k along the target's singular modes",
+                (_series("mode_strength", "mode strength m_k", "mode"),), checkpoint.mode_strength),
+    Measurement("t_half", "final", "first time the loss reaches half its initial value",
+                (Variable("t_half", "t½"),), final.t_half, depends_on=("loss",)),
+    Measurement("t_align", "final", "first time cos(W₁ᵀW₁, ββᵀ) reaches the threshold (default ½)",
+                (Variable("t_align", "t_align"),), final.t_align, depends_on=("first_layer_alignment",),
+                options=("threshold",)),
+    Measurement("alignment_after_half", "final", "fraction of the total variation of A(t) after t½",
+                (Variable("alignment_after_half", "share of alignment change after t½"),),
+                final.alignment_after_half, depends_on=("loss", "alignment")),
+    Measurement("t_half_theory", "final", "t½ from the deep-linear ODE ċ = L c^{2-2/L}(s − c), c₀ = |a₀|^L",
+                (Variable("t_half_theory", "t½ (theory)"),), final.t_half_theory, req.deep_linear_theory,
+                theory=True),
+    Measurement("eigenvalue", "final", "eigenvalue λ_j of the label eigenvector",
+                (Variable("eigenvalue", "λ_j"),), final.label_eigenvalue, req.needs_eigen_labels),
+    Measurement("alignment_init", "final", "α(φ_j) = ‖Σ_x φ_j(x) ∇θ f(x)‖² at init, from the Jacobian",
+                (Variable("alignment_init", "α(φ_j)"),), final.label_alignment, req.needs_eigen_labels),
+    Measurement("kernel_predictors", "final",
+                "kernel regression with the initial and final NTK vs the network on test points",
+                (Variable("prediction_network", "network prediction", _PREDICTION_DIMS),
+                 Variable("prediction_final_ntk", "final-NTK regression", _PREDICTION_DIMS),
+                 Variable("prediction_init_ntk", "initial-NTK regression", _PREDICTION_DIMS),
+                 Variable("pred_corr_final", "corr(network, final-NTK regression)"),
+                 Variable("pred_corr_init", "corr(network, initial-NTK regression)"),
+                 Variable("pred_relerr_final", "rel. error of final-NTK regression"),
+                 Variable("pred_relerr_init", "rel. error of initial-NTK regression"),
+                 Variable("kr_rank_final", "rank used, final NTK"),
+                 Variable("kr_rank_init", "rank used, initial NTK"),
+                 Variable("kr_ridge", "ridge (× mean diag K)"),
+                 Variable("kr_rcond", "eigenvalue cutoff (× λ_max)")),
+                final.predictors, req.needs_test, options=("ridge", "rcond")),
+    Measurement("input_spectrum", "final", "eigenvalues of XᵀX/P of the training inputs",
+                (Variable("input_spectrum", "eigenvalue of XᵀX/P", ("spectrum_index",)),), final.input_spectrum),
+    Measurement("two_layer_theory", "final",
+                "q(t), r(t) (Eq. 50–51) and u(t)² (Eq. C.4) and the simulation's largest deviation from them",
+                (_series("q_theory", "q(t) theory"), _series("r_theory", "r(t) theory"),
+                 _series("readout_norm_sq_theory", "u² theory"),
+                 Variable("q_max_relerr", "max |q − q_theory| / max q_theory"),
+                 Variable("r_max_relerr", "max |r − r_theory| / max r_theory"),
+                 Variable("readout_norm_sq_max_relerr", "max |u² − u²_theory| / max u²_theory")),
+                final.overlaps_theory, req.two_layer_linear_theory,
+                depends_on=("teacher_overlaps", "readout_norm_sq"), theory=True),
+    Measurement("final_ntk", "final", "final NTK of a linear net vs K∞ (ratio along β vs ⊥β; theory L)",
+                (Variable("final_ntk_ratio", "λ_β / λ_⊥ of the final NTK"),
+                 Variable("final_ntk_ratio_theory", "λ_β / λ_⊥ theory (= L)"),
+                 Variable("final_ntk_relerr", "‖M − M∞‖ / ‖M∞‖")),
+                final.final_ntk, req.final_ntk_theory, theory=True),
+    Measurement("min_norm_error", "final", "distance of the learned linear map from the min-norm interpolant",
+                (Variable("min_norm_relerr", "|w − w_min| / |w_min|"),), final.min_norm_error, req.linear_network),
+    Measurement("alignment_theory", "final", "final alignment A(X M∞ Xᵀ, y) of a depth-L linear net",
+                (Variable("alignment_theory", "final alignment (linear-net theory)"),), final.alignment_theory,
+                req.needs_scalar_output, theory=True),
+    Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories and targets s_k",
+                (_series("mode_strength_theory", "mode strength (theory)", "mode"),
+                 Variable("mode_target", "target singular value s_k", ("mode",))),
+                final.mode_strength_theory, req.deep_linear_modes_theory, depends_on=("mode_strength",),
+                theory=True),
+]
 
-def _needs_teacher(run: RunSpec) -> str | None:
-    if run.data.source != "linear_teacher":
-        return "needs a teacher direction β: set data.source to 'linear_teacher'"
-    return None
-
-
-def _needs_eigen_labels(run: RunSpec) -> str | None:
-    if run.data.labels.kind != "eigenvector_sign":
-        return "needs data.labels.kind 'eigenvector_sign' (it measures the label eigenvector)"
-    return None
-
-
-def _deep_linear_theory(run: RunSpec) -> str | None:
-    checks = [
-        (run.data.source == "linear_teacher", "data.source 'linear_teacher'"),
-        (run.data.gamma == 0.0, "whitened data (data.gamma: 0)"),
-        (run.model.activation == "linear", "model.activation 'linear'"),
-        (not run.model.bias, "model.bias false"),
-        (run.model.parameterization == "standard", "model.parameterization 'standard'"),
-        (run.model.kind == "network", "model.kind 'network'"),
-        (run.model.depth >= 2, "model.depth >= 2"),
-        (run.train.loss == "mse", "train.loss 'mse'"),
-        (run.train.optimizer.name == "gd" and run.train.optimizer.schedule == "constant",
-         "train.optimizer 'gd' with a constant schedule (gradient flow)"),
-    ]
-    missing = [what for ok, what in checks if not ok]
-    return f"the deep-linear ODE applies only with {', '.join(missing)}" if missing else None
-
-
-REGISTRY: dict[str, Measurement] = {
-    m.name: m
-    for m in [
-        Measurement("loss", "series", "training loss", "training loss on the full training set"),
-        Measurement("test_loss", "series", "test loss", "loss on the test set", _needs_test),
-        Measurement("train_accuracy", "series", "train accuracy", "accuracy on the training set", _needs_classes),
-        Measurement("test_accuracy", "series", "test accuracy", "accuracy on the test set",
-                    lambda r: _needs_test(r) or _needs_classes(r)),
-        Measurement("kernel_norm", "series", "‖K‖_F", "Frobenius norm of the train NTK Gram"),
-        Measurement("alignment", "series", "kernel alignment A(t)", "yᵀKy / (‖K‖_F ‖y‖²) on the train set"),
-        Measurement("first_layer_alignment", "series", "cos(W₁ᵀW₁, ββᵀ)",
-                    "alignment of the first layer with the teacher direction", _needs_teacher),
-        Measurement("t_half", "scalar", "t½", "first time the loss reaches half its initial value",
-                    depends_on=("loss",)),
-        Measurement("t_align", "scalar", "t_align",
-                    "first time cos(W₁ᵀW₁, ββᵀ) reaches the threshold (default ½)",
-                    depends_on=("first_layer_alignment",)),
-        Measurement("t_half_theory", "scalar", "t½ (theory)",
-                    "t½ from the deep-linear ODE ċ = L c^{2-2/L}(s − c), c₀ = |a₀|^L",
-                    _deep_linear_theory),
-        Measurement("eigenvalue", "scalar", "λ_j", "eigenvalue of the label eigenvector", _needs_eigen_labels),
-        Measurement("alignment_init", "scalar", "α(φ_j)",
-                    "‖Σ_x φ_j(x) ∇θ f(x)‖² at init, from the Jacobian", _needs_eigen_labels),
-    ]
-}
+REGISTRY: dict[str, Measurement] = {m.name: m for m in MEASUREMENTS}
+VARIABLES: dict[str, Variable] = {v.name: v for m in MEASUREMENTS for v in m.variables}
+ALWAYS_RECORDED = (Variable("diverged", "diverged"),)

@@ -15,20 +15,21 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from ntkpipe.measure.registry import REGISTRY
+from ntkpipe.measure.registry import VARIABLES
 
 AXIS_LABELS = {
     "sigma": "init scale σ", "depth": "depth L", "seed": "seed", "gamma": "whitening exponent γ",
     "eigen_index": "eigenfunction index j", "model_kind": "model", "width": "width N", "lr": "learning rate η",
     "n_train": "training points P", "output_scale": "output scale", "teacher_scale": "teacher scale s",
+    "spectrum_index": "eigenvalue index k", "mode": "mode k", "test_point": "test point",
 }
 AXIS_SYMBOLS = {"sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
-                "n_train": "P", "teacher_scale": "s"}
+                "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k"}
 TIME_LABEL = "time t = η · step"
 
 
 def variable_label(name: str) -> str:
-    return REGISTRY[name].label if name in REGISTRY else name
+    return VARIABLES[name].label if name in VARIABLES else name
 
 
 def axis_label(name: str) -> str:
@@ -57,6 +58,19 @@ def hue_colors(values) -> list:
 def select(ds: xr.Dataset, where: dict) -> xr.Dataset:
     """Restrict to ``where`` (axis: value) and drop the selected axes."""
     return ds.sel(where) if where else ds
+
+
+def final_value(var: xr.DataArray) -> xr.DataArray:
+    """The last finite value along ``time`` (for series), else the variable itself."""
+    if "time" not in var.dims:
+        return var
+    var = var.transpose(..., "time")
+    values = var.values
+    finite = np.isfinite(values)
+    last = values.shape[-1] - 1 - np.argmax(finite[..., ::-1], axis=-1)
+    picked = np.take_along_axis(values, last[..., None], axis=-1)[..., 0]
+    dims = var.dims[:-1]
+    return xr.DataArray(np.where(finite.any(-1), picked, np.nan), dims=dims, coords={d: var[d] for d in dims})
 
 
 def new_figure(n_rows: int, n_cols: int, *, width: float = 4.2, height: float = 3.3):

@@ -13,22 +13,9 @@ import xarray as xr
 from matplotlib.colors import to_rgb
 
 from ntkpipe.measure.fits import FITS
-from ntkpipe.plots.style import axis_label, hue_colors, hue_label, new_figure, select, variable_label
+from ntkpipe.plots.style import axis_label, final_value, hue_colors, hue_label, new_figure, select, variable_label
 
 STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
-
-
-def final_value(var: xr.DataArray) -> xr.DataArray:
-    """The last finite value along ``time`` (for series), else the variable itself."""
-    if "time" not in var.dims:
-        return var
-    var = var.transpose(..., "time")
-    values = var.values
-    finite = np.isfinite(values)
-    last = np.where(finite.any(-1), values.shape[-1] - 1 - np.argmax(finite[..., ::-1], axis=-1), 0)
-    picked = np.take_along_axis(values, last[..., None], axis=-1)[..., 0]
-    return xr.DataArray(np.where(finite.any(-1), picked, np.nan), dims=var.dims[:-1],
-                        coords={d: var[d] for d in var.dims[:-1]})
 
 
 def _reduce(var: xr.DataArray, x: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

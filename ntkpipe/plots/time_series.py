@@ -1,7 +1,9 @@
 """``kind: time_series`` figures: measurements against training time.
 
-One row per variable, one column per value of ``col``, one line per value of ``hue`` (mean over the
-remaining axes, e.g. seeds). Numeric hues with many values get a colour bar instead of a legend.
+One row per variable (one shared panel with ``overlay``), one column per value of ``col``, one
+line per value of ``hue`` (a sweep axis or a variable's own dimension such as ``mode``), averaged
+over the remaining dimensions. Theory is dashed in a darker shade of the line's colour; a scalar
+theory is a horizontal dashed line. Numeric hues with many values get a colour bar.
 """
 
 from __future__ import annotations
@@ -9,10 +11,44 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 import xarray as xr
-from matplotlib.colors import LogNorm, Normalize
+from matplotlib.colors import LogNorm, Normalize, to_rgb
 
-from ntkpipe.plots.style import (TIME_LABEL, axis_label, hue_colors, hue_label, is_numeric, new_figure,
-                                 select, variable_label)
+from ntkpipe.plots.style import (TIME_LABEL, axis_label, final_value, hue_colors, hue_label, is_numeric,
+                                 new_figure, select, variable_label)
+
+OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
+
+
+def _darker(color) -> tuple:
+    return tuple(0.55 * c for c in to_rgb(color))
+
+
+def _mean_line(var: xr.DataArray) -> xr.DataArray:
+    other = [d for d in var.dims if d != "time"]
+    return var.mean(other, skipna=True) if other else var
+
+
+def _reference(var: xr.DataArray, how: str) -> xr.DataArray:
+    """The value a variable is divided by: its first or its last finite value."""
+    return var.isel(time=0) if how == "initial" else final_value(var)
+
+
+def _draw(ax, t, values, logx, **style) -> None:
+    keep = np.isfinite(values) & ((t > 0) if logx else True)
+    if keep.any():
+        ax.plot(t[keep], values[keep], **style)
+
+
+def _theory(ax, theory: xr.DataArray, color, logx: bool, how: str | None, reference: xr.DataArray) -> None:
+    if "time" in theory.dims:
+        line = _mean_line(theory)
+        if how is not None:
+            line = line / float(_reference(reference, how).mean(skipna=True))
+        _draw(ax, line["time"].values, line.values, logx, color=_darker(color), ls="--", lw=1.5, zorder=3)
+    else:
+        level = float(theory.mean(skipna=True))
+        if np.isfinite(level):
+            ax.axhline(level, color=_darker(color), ls="--", lw=1.3, zorder=3)
 
 
 def plot_time_series(ds: xr.Dataset, spec, title: str):
@@ -20,32 +56,42 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
     cols = list(ds[spec.col].values) if spec.col else [None]
     hues = list(ds[spec.hue].values) if spec.hue else [None]
     colors, norm = _hue_scheme(hues)
-    fig, axes = new_figure(len(spec.variables), len(cols))
+    rows = [spec.variables] if spec.overlay else [[v] for v in spec.variables]
+    fig, axes = new_figure(len(rows), len(cols))
     for j, c in enumerate(cols):
-        sub_col = ds.sel({spec.col: c}) if spec.col else ds
-        for i, name in enumerate(spec.variables):
+        sub = ds.sel({spec.col: c}) if spec.col else ds
+        for i, names in enumerate(rows):
             ax = axes[i, j]
-            for color, h in zip(colors, hues):
-                var = sub_col[name].sel({spec.hue: h}) if spec.hue else sub_col[name]
-                other = [d for d in var.dims if d != "time"]
-                line = var.mean(other, skipna=True) if other else var
-                t, v = line["time"].values, line.values
-                keep = np.isfinite(v) & ((t > 0) if spec.logx else True)
-                if keep.any():
-                    ax.plot(t[keep], v[keep], color=color, lw=1.4,
-                            label=hue_label(spec.hue, h) if spec.hue else variable_label(name))
+            for k, name in enumerate(names):
+                how = spec.normalize.get(name)
+                for color, h in zip(colors, hues):
+                    if spec.overlay and spec.hue is None:
+                        color = OVERLAY_COLORS[k % len(OVERLAY_COLORS)]
+                    var = sub[name].sel({spec.hue: h}) if spec.hue else sub[name]
+                    line = _mean_line(var / _reference(var, how) if how else var)
+                    label = variable_label(name) + (" / initial" if how == "initial" else " / final" if how else "")
+                    if spec.hue:
+                        label = hue_label(spec.hue, h) if not spec.overlay else f"{label}, {hue_label(spec.hue, h)}"
+                    _draw(ax, line["time"].values, line.values, spec.logx, color=color, lw=1.5, label=label)
+                    if name in spec.theory:
+                        theory = sub[spec.theory[name]]
+                        theory = theory.sel({spec.hue: h}) if spec.hue and spec.hue in theory.dims else theory
+                        _theory(ax, theory, color, spec.logx, how, var)
             ax.set_xscale("log" if spec.logx else "linear")
-            ax.set_yscale("log" if name in spec.logy else "linear")
-            ax.set_ylabel(variable_label(name))
+            ax.set_yscale("log" if any(n in spec.logy for n in names) else "linear")
+            ax.set_ylabel("normalized value" if spec.overlay else
+                          variable_label(names[0]) + (f" / {spec.normalize[names[0]]}" if names[0] in spec.normalize else ""))
             ax.grid(True, alpha=0.3)
-            if i == len(spec.variables) - 1:
+            if i == len(rows) - 1:
                 ax.set_xlabel(TIME_LABEL)
             if i == 0 and spec.col:
                 ax.set_title(hue_label(spec.col, c), fontsize=10)
+    if spec.theory:
+        axes[0, 0].plot([], [], "--", color="0.3", label="theory (dashed)")
     if norm is not None:
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue), shrink=0.8)
-    elif spec.hue:
+    if norm is None and (spec.hue or spec.overlay or spec.theory):
         axes[0, -1].legend(fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     return fig

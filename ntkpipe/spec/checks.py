@@ -5,14 +5,16 @@ Each check returns ``(key path, message)`` pairs; :func:`ntkpipe.spec.load.load_
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from ntkpipe.measure.registry import REGISTRY
+from ntkpipe.data.file_checks import data_file_problems
+from ntkpipe.measure.registry import ALWAYS_RECORDED, REGISTRY, Variable
 from ntkpipe.spec.axes import suggest
 from ntkpipe.spec.schema import MeasureItem, RunSpec, StudySpec
 
 Problem = tuple[tuple, str]
-ALWAYS_RECORDED = ("diverged",)
+SKIP_CHECKSUMS = "NTKPIPE_SKIP_CHECKSUMS"
 
 
 def measure_items(spec: StudySpec) -> list[MeasureItem]:
@@ -22,7 +24,17 @@ def measure_items(spec: StudySpec) -> list[MeasureItem]:
 
 def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) -> list[Problem]:
     return (_measure_problems(spec, runs, points) + _stage_problems(spec, runs)
-            + _summary_problems(spec, points) + _figure_problems(spec, points))
+            + _summary_problems(spec, points) + _figure_problems(spec, points) + _data_file_problems(runs))
+
+
+def _data_file_problems(runs: list[RunSpec]) -> list[Problem]:
+    """Local MNIST/CIFAR-10 files exist, are well formed and match the official md5s (set the
+    environment variable NTKPIPE_SKIP_CHECKSUMS=1 for a custom copy in the official formats)."""
+    verify = os.environ.get(SKIP_CHECKSUMS, "") not in ("1", "true", "yes")
+    problems: list[Problem] = []
+    for data in {run.data.model_dump_json(): run.data for run in runs}.values():
+        problems += data_file_problems(data, verify_checksums=verify)
+    return list(dict.fromkeys(problems))
 
 
 def _measure_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) -> list[Problem]:
@@ -37,18 +49,20 @@ def _measure_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) 
             continue
         if names.count(item.name) > 1:
             problems.append((where, f"measurement {item.name!r} is listed twice"))
-        if item.threshold is not None and item.name != "t_align":
-            problems.append((where, f"'threshold' only applies to t_align, not {item.name!r}"))
         m = REGISTRY[item.name]
+        for option in ("threshold", "ridge", "rcond"):
+            if getattr(item, option) is not None and option not in m.options:
+                problems.append((where + (option,), f"option {option!r} does not apply to {item.name!r}"
+                                 + (f" (its options: {', '.join(m.options)})" if m.options else "")))
         for dep in m.depends_on:
             if dep not in names:
                 problems.append((where, f"{item.name} is computed from {dep!r}: add {dep} to measure"))
-        for run, point in zip(runs, points):
-            reason = m.requires(run)
-            if reason:
-                at = f" (sweep point {point})" if point else ""
-                problems.append((where, f"{item.name}: {reason}{at}"))
-                break
+        failures = [(m.requires(run), point) for run, point in zip(runs, points)]
+        failures = [(reason, point) for reason, point in failures if reason]
+        if failures and (not m.theory or len(failures) == len(runs)):
+            reason, point = failures[0]
+            at = f" (sweep point {point})" if point else ""
+            problems.append((where, f"{item.name}: {reason}{at}"))
     return problems
 
 
@@ -87,11 +101,15 @@ def _stage_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
     return problems
 
 
-def _variables(spec: StudySpec) -> dict[str, str]:
-    """Dataset variables a figure or summary may read, with their kind."""
-    out = {m.name: REGISTRY[m.name].kind for m in measure_items(spec) if m.name in REGISTRY}
-    out.update({name: "scalar" for name in ALWAYS_RECORDED})
+def _variables(spec: StudySpec) -> dict[str, Variable]:
+    """Dataset variables a figure or summary may read."""
+    out = {v.name: v for m in measure_items(spec) if m.name in REGISTRY for v in REGISTRY[m.name].variables}
+    out.update({v.name: v for v in ALWAYS_RECORDED})
     return out
+
+
+def _kind(variable: Variable) -> str:
+    return "series" if "time" in variable.dims else "scalar" if not variable.dims else "array"
 
 
 def _check_axis(value: str | None, points: list[dict], where: tuple, what: str) -> list[Problem]:
@@ -102,14 +120,17 @@ def _check_axis(value: str | None, points: list[dict], where: tuple, what: str) 
                     f"the sweep has {', '.join(axes) or 'no axes'}")]
 
 
-def _check_variable(value: str | None, variables: dict[str, str], kinds: tuple, where: tuple) -> list[Problem]:
+def _check_variable(value: str | None, variables: dict[str, Variable], kinds: tuple, where: tuple) -> list[Problem]:
     if value is None:
         return []
     if value not in variables:
-        return [(where, f"{value!r} is not measured{suggest(value, variables)}; add it to 'measure' "
+        owner = next((m.name for m in REGISTRY.values() for v in m.variables if v.name == value), None)
+        fix = f"add {owner} to 'measure'" if owner else "add its measurement to 'measure'"
+        return [(where, f"{value!r} is not measured{suggest(value, variables) if not owner else ''}; {fix} "
                         f"(measured: {', '.join(variables)})")]
-    if variables[value] not in kinds:
-        return [(where, f"{value!r} is a {variables[value]} measurement; this needs a {' or '.join(kinds)} one")]
+    kind = _kind(variables[value])
+    if kind not in kinds:
+        return [(where, f"{value!r} is a {kind} variable; this needs a {' or '.join(kinds)} one")]
     return []
 
 
@@ -127,6 +148,19 @@ def _summary_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
     return problems
 
 
+def _check_dim(value: str | None, points: list[dict], used: list[Variable], where: tuple,
+               what: str) -> list[Problem]:
+    """``value`` must be a sweep axis or a dimension of every variable in ``used``."""
+    if value is None or (points and value in points[0]):
+        return []
+    if used and all(value in v.dims for v in used):
+        return []
+    dims = sorted({d for v in used for d in v.dims if d != "time"})
+    choices = (list(points[0]) if points else []) + dims
+    return [(where, f"{what} {value!r} is neither a sweep axis nor a dimension of the plotted variables"
+                    f"{suggest(value, choices)}; choose one of {', '.join(choices) or 'none'}")]
+
+
 def _figure_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
     problems: list[Problem] = []
     variables = _variables(spec)
@@ -135,20 +169,29 @@ def _figure_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
         where = ("figures", i)
         if names.count(fig.name) > 1:
             problems.append((where + ("name",), f"figure name {fig.name!r} is used twice"))
-        problems += _check_axis(fig.hue, points, where + ("hue",), "hue")
         problems += _where_problems(fig.where, points, where + ("where",))
         if fig.kind == "sweep":
-            problems += _check_axis(fig.x, points, where + ("x",), "x")
-            for v in [fig.y] if isinstance(fig.y, str) else fig.y:
-                problems += _check_variable(v, variables, ("scalar", "series"), where + ("y",))
-            problems += _check_variable(fig.theory, variables, ("scalar", "series"), where + ("theory",))
-        else:
-            problems += _check_axis(fig.col, points, where + ("col",), "col")
+            ys = [fig.y] if isinstance(fig.y, str) else fig.y
+            for v in ys + [fig.theory]:
+                problems += _check_variable(v, variables, ("scalar", "series", "array"), where + ("y",))
+            used = [variables[v] for v in ys if v in variables]
+            problems += _check_dim(fig.x, points, used, where + ("x",), "x")
+            problems += _check_dim(fig.hue, points, used, where + ("hue",), "hue")
+        elif fig.kind == "time_series":
             for j, v in enumerate(fig.variables):
                 problems += _check_variable(v, variables, ("series",), where + ("variables", j))
-            for v in fig.logy:
-                if v not in fig.variables:
-                    problems.append((where + ("logy",), f"logy names {v!r}, which is not in variables"))
+            for v, theory in fig.theory.items():
+                problems += _check_variable(theory, variables, ("series", "scalar", "array"), where + ("theory", v))
+            for key in list(fig.theory) + list(fig.normalize) + fig.logy:
+                if key not in fig.variables:
+                    problems.append((where, f"{key!r} is given settings but is not in variables"))
+            used = [variables[v] for v in fig.variables if v in variables]
+            problems += _check_dim(fig.hue, points, used, where + ("hue",), "hue")
+            problems += _check_axis(fig.col, points, where + ("col",), "col")
+        else:
+            for v in [fig.x] + fig.y:
+                problems += _check_variable(v, variables, ("array", "scalar"), where + ("y",))
+            problems += _check_axis(fig.col, points, where + ("col",), "col")
     return problems
 
 

@@ -19,7 +19,7 @@ from ntkpipe.errors import SpecError
 from ntkpipe.spec import checks
 from ntkpipe.spec.axes import AXES, suggest
 from ntkpipe.spec.schema import MeasureItem, RunSpec, StudySpec
-from ntkpipe.spec.sweep import SweepError, check_unique, expand
+from ntkpipe.spec.sweep import SweepError, case_overrides, check_unique, expand
 from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
 
 DEFAULT_VARIANT = "default"
@@ -75,17 +75,19 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT) -> Study:
     try:
         points = expand(merged.get("sweep"))
         check_unique(points)
+        cases = case_overrides(merged.get("sweep"), ("sweep",))
     except SweepError as err:
         problems.append(f"{where(('sweep',) + err.key_path)}: {err}")
-        points = []
+        points, cases = [], {}
     try:
         spec = StudySpec.model_validate(merged)
     except ValidationError as err:
         problems += [_format_pydantic(e, merged, where) for e in err.errors()]
         raise SpecError(str(path), _by_line(problems)) from None
 
-    runs, valid_points = _resolve_runs(merged, spec, points, where, problems)
-    problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points)]
+    runs, valid_points = _resolve_runs(merged, spec, points, cases, where, problems)
+    if points:  # with a broken sweep, axis references cannot be checked
+        problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points)]
     if problems:
         raise SpecError(str(path), _by_line(problems))
     return Study(path.stem, variant, path, spec, points, runs)
@@ -130,7 +132,10 @@ def _merge_variant(raw: dict, lines: dict[KeyPath, int], variant: str, problems:
             problems.append(f"line 1: unknown variant {variant!r}{suggest(variant, known)}; "
                             f"this spec has {', '.join(known)}")
         elif isinstance(variants[variant], dict):
-            merged = deep_merge(merged, variants[variant])
+            override = variants[variant]
+            if "sweep" in override:  # a sweep is replaced whole: merging grids would keep base cases
+                merged.pop("sweep", None)
+            merged = deep_merge(merged, override)
             override_prefix = ("variants", variant)
 
     def where(key_path: KeyPath) -> str:
@@ -216,37 +221,46 @@ def _format_pydantic(error: dict, merged: dict, where) -> str:
     return f"{where(key_path)}: {message}{shown}"
 
 
-def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], where, problems: list[str]):
-    """One RunSpec per valid sweep point, and those points; invalid values are reported at their
-    sweep key."""
+def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], cases: dict, where, problems: list[str]):
+    """One RunSpec per valid sweep point, and those points. Case overrides are merged first, then
+    axis values set; an invalid value is reported where the sweep sets it."""
     base = {"seed": merged.get("seed", 0), "data": merged["data"], "model": merged["model"],
-            "train": merged["train"],
-            "measure": checks.measure_items(spec)}
+            "train": merged["train"]}
+    measure = checks.measure_items(spec)
     runs, valid_points = [], []
     for point in points:
-        config = copy.deepcopy({k: v for k, v in base.items() if k != "measure"})
+        config = copy.deepcopy(base)
+        for axis_name, label in point.items():
+            if axis_name in cases:
+                config = deep_merge(config, cases[axis_name][1][label])
         for axis_name, value in point.items():
-            node = config
-            *parents, leaf = AXES[axis_name]
-            for key in parents:
-                node = node.setdefault(key, {})
-            node[leaf] = value
-        config["measure"] = base["measure"]
+            if axis_name in AXES:
+                node = config
+                *parents, leaf = AXES[axis_name]
+                for key in parents:
+                    node = node.setdefault(key, {})
+                node[leaf] = value
         try:
-            runs.append(RunSpec.model_validate(config))
+            runs.append(RunSpec.model_validate({**config, "measure": measure}))
             valid_points.append(point)
         except ValidationError as err:
-            for e in err.errors():
-                loc = tuple(e["loc"])
-                axis_hit = [a for a in point if AXES[a] == loc[: len(AXES[a])]]
-                if axis_hit:
-                    a = axis_hit[0]
-                    problems.append(f"{where(_sweep_key_path(merged.get('sweep'), a))}: sweep value "
-                                    f"{a}={point[a]!r}: {e['msg'].removeprefix('Value error, ')}")
-                else:
-                    problems.append(f"{where(_data_path(loc, config))}: with sweep point {point}: "
-                                    f"{e['msg'].removeprefix('Value error, ')}")
+            problems += [_sweep_problem(e, point, config, cases, merged, where) for e in err.errors()]
     return runs, valid_points
+
+
+def _sweep_problem(error: dict, point: dict, config: dict, cases: dict, merged: dict, where) -> str:
+    """Locate a run's validation error at the sweep key or case override that caused it."""
+    loc = tuple(error["loc"])
+    message = error["msg"].removeprefix("Value error, ")
+    for axis_name, value in point.items():
+        if axis_name in AXES and AXES[axis_name] == loc[: len(AXES[axis_name])]:
+            return f"{where(_sweep_key_path(merged.get('sweep'), axis_name))}: sweep value {axis_name}={value!r}: {message}"
+        if axis_name in cases:
+            override = cases[axis_name][1][value]
+            inside = _data_path(loc, override)
+            if inside:
+                return f"{where(cases[axis_name][0] + (value,) + inside)}: case {axis_name}={value!r}: {message}"
+    return f"{where(_data_path(loc, config))}: with sweep point {point}: {message}"
 
 
 def _sweep_key_path(node: Any, axis_name: str, prefix: KeyPath = ("sweep",)) -> KeyPath:

@@ -164,10 +164,14 @@ class StageSpec(Strict):
 
 
 class MeasureItem(Strict):
-    """One measurement; options are measurement-specific (see ``ntkpipe.measure.REGISTRY``)."""
+    """One measurement with its options (each applies to one measurement, see
+    ``ntkpipe.measure.REGISTRY``): ``threshold`` of t_align; ``ridge`` (relative to the mean kernel
+    diagonal) and ``rcond`` (eigenvalue cutoff relative to λ_max) of kernel_predictors."""
 
     name: str
     threshold: float | None = None
+    ridge: float | None = Field(None, ge=0.0)
+    rcond: float | None = Field(None, gt=0.0, lt=1.0)
 
 
 class SummarySpec(Strict):
@@ -182,9 +186,10 @@ class SummarySpec(Strict):
 
 
 class SweepFigure(Strict):
-    """y against a sweep axis x, one line per value of ``hue`` (mean ± sd over the other axes);
-    several y variables share the colours and differ in line style; ``theory`` is drawn dashed;
-    ``fit`` puts the fitted exponent of each line in the legend."""
+    """y against x — a sweep axis or a dimension of y (e.g. ``spectrum_index``) — one colour per
+    value of ``hue`` (mean ± sd over the remaining dimensions, dots for single runs); several y
+    variables share the colours and differ in line style; ``theory`` is drawn dashed; ``fit`` puts
+    the fitted exponent of each line in the legend. Series are taken at their last time."""
 
     name: str
     kind: Literal["sweep"]
@@ -201,21 +206,42 @@ class SweepFigure(Strict):
 
 
 class TimeSeriesFigure(Strict):
-    """Variables against time, one panel per variable (columns per value of ``col``), one line per
-    value of ``hue`` (mean over seeds); log time axis unless ``logx`` is false."""
+    """Variables against time: one panel per variable (or all in one with ``overlay``), columns
+    per value of ``col``, one line per value of ``hue`` (a sweep axis or a dimension such as
+    ``mode``), averaged over the remaining dimensions. ``normalize`` divides a variable by its
+    ``initial`` or ``final`` value; ``theory`` maps a variable to its theory (series or scalar),
+    drawn dashed."""
 
     name: str
     kind: Literal["time_series"]
     variables: list[str] = Field(min_length=1)
     hue: str | None = None
     col: str | None = None
+    overlay: bool = False
+    normalize: dict[str, Literal["initial", "final"]] = {}
+    theory: dict[str, str] = {}
     logx: bool = True
     logy: list[str] = []
     where: dict[str, Any] = {}
     title: str | None = None
 
 
-FigureSpec = Annotated[SweepFigure | TimeSeriesFigure, Field(discriminator="kind")]
+class ScatterFigure(Strict):
+    """Each y variable against x over their common dimensions (e.g. test points), pooled over
+    the runs left after ``where``; one panel per value of ``col``; the diagonal dashed and the
+    Pearson correlation in the legend (silent-alignment Fig. 1b–c)."""
+
+    name: str
+    kind: Literal["scatter"]
+    x: str
+    y: list[str] = Field(min_length=1)
+    col: str | None = None
+    where: dict[str, Any] = {}
+    title: str | None = None
+    xlabel: str | None = None
+
+
+FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure, Field(discriminator="kind")]
 
 
 class StudySpec(Strict):

@@ -6,6 +6,9 @@ A sweep node is a mapping whose entries are combined as a Cartesian product:
     zip: {a: [...], b: [...]}   axes varied together (equal lengths)
     union: [node, node]     the concatenation of sub-grids (e.g. σ ranges per depth)
     product: [node, node]   an explicit product of sub-nodes
+    cases: {name: {label: overrides}}   a new axis ``name`` whose values are labels, each a set of
+                            spec overrides merged into the run (e.g. two datasets that differ in
+                            several keys); its coordinate in the dataset is the label
 
 Values are a list, or ``{logspace: [e0, e1, n]}`` (10^e, numpy.logspace), ``{geomspace: [a, b, n]}``,
 ``{linspace: [a, b, n]}`` or ``{range: [start, stop, step]}`` (integers, stop exclusive).
@@ -16,12 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import re
+
 import numpy as np
 
 from ntkpipe.spec.axes import AXES, suggest
 
 Point = dict[str, Any]
-SPECIAL = ("zip", "union", "product")
+SPECIAL = ("zip", "union", "product", "cases")
+CASE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+RESERVED_NAMES = ("time", "step", "epoch", "method", "tolerance", "drop")  # dims, or keywords of xarray's .sel
+OVERRIDABLE = ("seed", "data", "model", "train")
 GENERATORS = ("logspace", "geomspace", "linspace", "range")
 
 
@@ -95,6 +103,10 @@ def expand(node, key_path: tuple = ()) -> list[Point]:
         here = key_path + (key,)
         if key == "zip":
             sub = _zip(value, here)
+        elif key == "cases":
+            sub = [{}]
+            for name, labels in _cases(value, here).items():
+                sub = _product(sub, [{name: label} for label in labels], here)
         elif key in ("union", "product"):
             if not isinstance(value, list) or not value:
                 raise SweepError(f"{key} takes a non-empty list of sweep nodes", here)
@@ -125,6 +137,50 @@ def _zip(value, key_path: tuple) -> list[Point]:
     if len(set(lengths.values())) != 1:
         raise SweepError(f"zip needs equal lengths, got {lengths}", key_path)
     return [dict(zip(columns, row)) for row in zip(*columns.values())]
+
+
+def _cases(value, key_path: tuple) -> dict[str, dict[str, dict]]:
+    """Validate a ``cases`` block: {axis name: {label: overrides}}."""
+    if not isinstance(value, dict) or not value:
+        raise SweepError("cases takes a mapping of new axis names to {label: overrides}", key_path)
+    for name, labels in value.items():
+        here = key_path + (name,)
+        if name in AXES:
+            raise SweepError(f"{name!r} is a spec axis; sweep it directly, or give the case axis another name", here)
+        if name in RESERVED_NAMES:
+            raise SweepError(f"case axis name {name!r} is reserved ({', '.join(RESERVED_NAMES)}); choose another", here)
+        if not CASE_NAME.match(str(name)):
+            raise SweepError(f"case axis {name!r}: use lowercase letters, digits and underscores", here)
+        if not isinstance(labels, dict) or not labels:
+            raise SweepError(f"case axis {name!r} takes a mapping of labels to overrides", here)
+        for label, overrides in labels.items():
+            if not isinstance(overrides, dict):
+                raise SweepError(f"case {name}={label!r} must be a mapping of spec keys to override",
+                                 here + (label,))
+            for key in overrides:
+                if key not in OVERRIDABLE:
+                    raise SweepError(f"case {name}={label!r} may override {', '.join(OVERRIDABLE)}, not {key!r}"
+                                     f"{suggest(key, OVERRIDABLE)}", here + (label, key))
+    return value
+
+
+def case_overrides(node, key_path: tuple = ()) -> dict[str, tuple[tuple, dict[str, dict]]]:
+    """Every case axis in a sweep: name → (key path of its definition, {label: overrides})."""
+    found: dict = {}
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "cases" and isinstance(value, dict):
+                for name, labels in value.items():
+                    if name in found and found[name][1] != labels:
+                        raise SweepError(f"case axis {name!r} is defined twice with different cases",
+                                         key_path + (key, name))
+                    found[name] = (key_path + (key, name), labels)
+            else:
+                found.update(case_overrides(value, key_path + (key,)))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found.update(case_overrides(value, key_path + (i,)))
+    return found
 
 
 def check_unique(points: list[Point]) -> None:

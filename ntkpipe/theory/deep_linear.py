@@ -10,7 +10,8 @@ which for L = 2 is the logistic ċ = 2c(s − c) of App. C.4 with solution (Eq. 
 
     u(t)² = s e^{2st} / (e^{2st} − 1 + s/u₀²).                                   (2)
 
-The training loss is ½(s − c)², so the half-loss time t½ solves (s − c(t½))² = ½(s − c₀)².
+The training loss is ½(s − c)² + L_irr, with L_irr the loss of the best linear predictor (0 for a
+realizable teacher), so the half-loss time t½ solves ½(s − c)² + L_irr = ½[½(s − c₀)² + L_irr].
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ def gain_rate(c: float, s: float, depth: int) -> float:
     return depth * c ** (2.0 - 2.0 / depth) * (s - c)
 
 
-def half_loss_gain(c0: float, s: float) -> float:
-    """The gain c½ at which ½(s − c)² is half the initial loss ½(s − c₀)²."""
-    return s - (s - c0) / math.sqrt(2.0)
+def half_loss_gain(c0: float, s: float, irreducible: float = 0.0) -> float:
+    """The gain c½ at which ½(s − c)² + L_irr is half the initial loss ½(s − c₀)² + L_irr."""
+    gap_sq = 0.5 * (s - c0) ** 2 - irreducible
+    if gap_sq <= 0.0:
+        raise ValueError(f"the loss never halves: irreducible loss {irreducible} ≥ ¼(s − c0)²")
+    return s - math.sqrt(gap_sq)
 
 
 def gain_trajectory(times, c0: float, s: float, depth: int) -> np.ndarray:
@@ -48,11 +52,11 @@ def gain_trajectory(times, c0: float, s: float, depth: int) -> np.ndarray:
     return np.exp(sol.y[0])
 
 
-def half_loss_time(c0: float, s: float, depth: int) -> float:
+def half_loss_time(c0: float, s: float, depth: int, irreducible: float = 0.0) -> float:
     """t½ from numerical integration of Eq. (1) (event c(t) = c½), float64."""
     if not 0.0 < c0 < s:
         raise ValueError(f"need 0 < c0 < s, got c0={c0}, s={s}")
-    target = math.log(half_loss_gain(c0, s))
+    target = math.log(half_loss_gain(c0, s, irreducible))
 
     def rhs(_, log_c):
         c = math.exp(log_c[0])

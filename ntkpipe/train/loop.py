@@ -96,11 +96,11 @@ def _advance(diff, static, opt_state, step0, n_steps, lr, total, key, x, y, *,
 
 
 def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
-          measure: Callable[[eqx.Module], dict[str, float]], label: str = "train") -> Trajectory:
+          measure: Callable[[eqx.Module], dict], label: str = "train") -> Trajectory:
     """Train ``model`` per ``spec``, calling ``measure(model)`` at every checkpoint.
 
-    ``measure`` returns a dict of floats (it must include the training loss under "loss" if the
-    caller wants divergence detected from it); the series are stacked over checkpoints.
+    ``measure`` returns a dict of floats or arrays (a non-finite value marks the run diverged);
+    each is stacked over checkpoints into a series, NaN after a divergence.
     """
     dtype = jnp.dtype(spec.dtype)
     x = jnp.asarray(x_train, dtype)
@@ -136,15 +136,15 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
         record = measure(eqx.combine(diff, static))
         seconds["measure"] += time.perf_counter() - tic
         records.append(record)
-        if not all(math.isfinite(v) for v in record.values()):
+        if not all(np.all(np.isfinite(v)) for v in record.values()):
             diverged = True
             break
         progress.update(done, loss=record.get("loss"))
     progress.close(diverged=diverged)
-    names = list(records[0]) if records else []
-    series = {k: np.full(len(ckpts), np.nan) for k in names}
-    for i, rec in enumerate(records):
-        for k in names:
+    series = {}
+    for k in records[0] if records else []:
+        series[k] = np.full((len(ckpts), *np.shape(records[0][k])), np.nan)
+        for i, rec in enumerate(records):
             series[k][i] = rec[k]
     spe = steps_per_epoch(x.shape[0], spec.batch_size)
     return Trajectory(steps=ckpts, time=ckpts * spec.optimizer.lr, epoch=ckpts / spe, series=series,

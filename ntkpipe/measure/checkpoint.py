@@ -1,0 +1,65 @@
+"""Measurements taken at every checkpoint; each maps a :class:`ModelView` to named values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ntkpipe.measure.accuracy import accuracy
+from ntkpipe.measure.context import ModelView
+from ntkpipe.measure.kernel_stats import kernel_alignment, kernel_norm
+from ntkpipe.measure.weights import first_layer, first_layer_alignment
+from ntkpipe.theory.final_kernel import mode_strengths
+from ntkpipe.train.losses import LOSSES
+
+
+def _loss(f: np.ndarray, y: np.ndarray, name: str) -> float:
+    return float(np.mean(LOSSES[name](f, y)))
+
+
+def train_loss(view: ModelView, item) -> dict:
+    """Training loss on the full training set (the optimized objective, un-batched)."""
+    return {"loss": _loss(view.f_train, view.run.data.y_train, view.run.spec.train.loss)}
+
+
+def test_loss(view: ModelView, item) -> dict:
+    return {"test_loss": _loss(view.f_test, view.run.data.y_test, view.run.spec.train.loss)}
+
+
+def train_accuracy(view: ModelView, item) -> dict:
+    return {"train_accuracy": accuracy(view.f_train, view.run.data.y_train)}
+
+
+def test_accuracy(view: ModelView, item) -> dict:
+    return {"test_accuracy": accuracy(view.f_test, view.run.data.y_test)}
+
+
+def gram_norm(view: ModelView, item) -> dict:
+    return {"kernel_norm": kernel_norm(view.gram_train)}
+
+
+def gram_alignment(view: ModelView, item) -> dict:
+    return {"alignment": kernel_alignment(view.gram_train, view.run.data.y_train)}
+
+
+def layer_one_alignment(view: ModelView, item) -> dict:
+    return {"first_layer_alignment": first_layer_alignment(view.model, view.run.teacher[0])}
+
+
+def readout_norm_sq(view: ModelView, item) -> dict:
+    """u² = |a|², the squared readout norm (silent-alignment Eq. 8, C.4)."""
+    readout = np.asarray(first_layer(view.model).weights[-1], np.float64)
+    return {"readout_norm_sq": float(np.sum(readout**2))}
+
+
+def teacher_overlaps(view: ModelView, item) -> dict:
+    """q = ½(|a|² + βᵀWᵀWβ) and r = aᵀWβ of a two-layer net (silent-alignment App. C.1, Eq. 33)."""
+    net = first_layer(view.model)
+    w, a = np.asarray(net.weights[0], np.float64), np.asarray(net.weights[1], np.float64)[0]
+    wb = w @ view.run.teacher[0]
+    return {"q": 0.5 * (a @ a + wb @ wb), "r": float(a @ wb)}
+
+
+def mode_strength(view: ModelView, item) -> dict:
+    """m_k = u_kᵀ Σ_fx v_k along the singular modes of the target map (silent-alignment Fig. H.1)."""
+    strengths, _ = mode_strengths(view.f_train, view.run.data.x_train, view.run.data.y_train)
+    return {"mode_strength": strengths}

@@ -1,0 +1,90 @@
+"""What measurements read: a run's data and models, with shared quantities computed once.
+
+:class:`RunContext` holds one run's spec, data (float64 and in the training dtype), initial model
+and label eigenpairs; :class:`ModelView` lazily computes the outputs and NTK Grams of one model on
+that data, so that e.g. ``kernel_norm`` and ``alignment`` at a checkpoint share one Gram.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from ntkpipe.data import Dataset
+from ntkpipe.ntk import empirical_ntk, flatten_gram
+from ntkpipe.spec.schema import RunSpec
+
+
+@eqx.filter_jit
+def _outputs(model, x):
+    return jax.vmap(model)(x)
+
+
+def effective_teacher(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """(β, s) of the least-squares linear predictor w* = s β of scalar targets, |β| = 1.
+
+    On whitened data the MSE loss is ½|w − w*|² + const, so (β, s) are the teacher of the
+    silent-alignment theory; for a linear teacher with P ≥ D they are the true ones.
+    """
+    w, *_ = np.linalg.lstsq(np.asarray(x, np.float64), np.asarray(y, np.float64)[:, 0], rcond=None)
+    s = float(np.linalg.norm(w))
+    return w / s, s
+
+
+@dataclass
+class RunContext:
+    """One run's inputs to its measurements."""
+
+    spec: RunSpec
+    data: Dataset
+    model0: eqx.Module
+    eigen: xr.Dataset | None = None
+
+    @cached_property
+    def dtype(self):
+        return jnp.dtype(self.spec.train.dtype)
+
+    @cached_property
+    def x_train(self) -> jax.Array:
+        return jnp.asarray(self.data.x_train, self.dtype)
+
+    @cached_property
+    def x_test(self) -> jax.Array:
+        return jnp.asarray(self.data.x_test, self.dtype)
+
+    @cached_property
+    def teacher(self) -> tuple[np.ndarray, float]:
+        """(β, s): the least-squares direction and scale of the training targets."""
+        return effective_teacher(self.data.x_train, self.data.y_train)
+
+    @cached_property
+    def label_eigenpair(self) -> tuple[float, np.ndarray]:
+        """(λ_j, φ_j) of the label eigenvector of ``eigenvector_sign`` labels."""
+        j = self.spec.data.labels.eigen_index
+        return float(self.eigen["eigenvalues"].values[j - 1]), self.eigen["eigenvectors"].values[:, j - 1]
+
+
+class ModelView:
+    """Outputs and NTK Grams of ``model`` on a run's data, each computed on first use."""
+
+    def __init__(self, model: eqx.Module, run: RunContext):
+        self.model, self.run = model, run
+
+    @cached_property
+    def f_train(self) -> np.ndarray:
+        return np.asarray(_outputs(self.model, self.run.x_train), np.float64)
+
+    @cached_property
+    def f_test(self) -> np.ndarray:
+        return np.asarray(_outputs(self.model, self.run.x_test), np.float64)
+
+    @cached_property
+    def gram_train(self) -> np.ndarray:
+        """(P·C, P·C) float64 NTK Gram on the training inputs."""
+        return np.asarray(flatten_gram(empirical_ntk(self.model, self.run.data.x_train)))

@@ -1,0 +1,140 @@
+"""Measurements taken once per run, from its recorded series, initial model and final model.
+
+Each function maps ``(RunContext, Trajectory, MeasureItem)`` to named values: floats, or arrays
+whose dims the registry declares.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ntkpipe.measure.context import RunContext
+from ntkpipe.measure.crossing import first_crossing, half_loss_time, variation_after
+from ntkpipe.measure.kernel_regression import kernel_predictions
+from ntkpipe.measure.weights import first_layer
+from ntkpipe.ntk import jacobian_alignment
+from ntkpipe.theory import deep_linear, final_kernel, two_layer
+from ntkpipe.train.loop import Trajectory
+
+
+def t_half(run: RunContext, traj: Trajectory, item) -> dict:
+    return {"t_half": half_loss_time(traj.time, traj.series["loss"])}
+
+
+def t_align(run: RunContext, traj: Trajectory, item) -> dict:
+    threshold = 0.5 if item.threshold is None else item.threshold
+    return {"t_align": first_crossing(traj.time, traj.series["first_layer_alignment"], threshold, downward=False)}
+
+
+def alignment_after_half(run: RunContext, traj: Trajectory, item) -> dict:
+    """Fraction of the total variation of A(t) after t½: ≈ 0 when the kernel aligned silently
+    before the loss fell, larger when it keeps rotating while the loss falls (silent-alignment Fig. 4)."""
+    t_half_value = half_loss_time(traj.time, traj.series["loss"])
+    return {"alignment_after_half": variation_after(traj.time, traj.series["alignment"], t_half_value)}
+
+
+def _initial_gain(run: RunContext) -> float:
+    """c₀ of the gain ODE: (q₀ + r₀)/2 for two layers, exact for the early phase (App. C.5);
+    |a₀|^L with a₀ the readout for deeper nets, an approximation (App. C.4 takes u₀² ≈ |a₀|²)."""
+    net = first_layer(run.model0)
+    if run.spec.model.depth == 2:
+        q0, r0 = two_layer.initial_overlaps(net, run.teacher[0])
+        return (q0 + r0) / 2.0
+    readout = np.asarray(net.weights[-1], np.float64)
+    return deep_linear.initial_gain(float(np.linalg.norm(readout)), run.spec.model.depth)
+
+
+def t_half_theory(run: RunContext, traj: Trajectory, item) -> dict:
+    """t½ of ċ = L c^{2−2/L}(s − c) from c₀ (see ``_initial_gain``; silent-alignment App. E.1), with the
+    irreducible loss of the best linear predictor added to the loss (0 for a linear teacher)."""
+    c0, (beta, s) = _initial_gain(run), run.teacher
+    x, y = run.data.x_train, run.data.y_train[:, 0]
+    irreducible = 0.5 * float(np.mean((x @ (s * beta) - y) ** 2))
+    try:
+        value = deep_linear.half_loss_time(c0, s, run.spec.model.depth, irreducible)
+    except ValueError:  # c₀ ≥ s, or the loss cannot halve
+        value = float("nan")
+    return {"t_half_theory": value}
+
+
+def label_eigenvalue(run: RunContext, traj: Trajectory, item) -> dict:
+    return {"eigenvalue": run.label_eigenpair[0]}
+
+
+def label_alignment(run: RunContext, traj: Trajectory, item) -> dict:
+    """α(φ_j) = ‖Σ_x φ_j(x) ∇θ f(x)‖² at init over train ∪ test (linearized-networks Lemma 1)."""
+    return {"alignment_init": float(jacobian_alignment(run.model0, run.data.x_all, run.label_eigenpair[1]))}
+
+
+def predictors(run: RunContext, traj: Trajectory, item) -> dict:
+    """Kernel regression with the initial and the final NTK vs the network on test points
+    (silent-alignment Sec. 2, Fig. 1b–c)."""
+    ridge = 0.0 if item.ridge is None else item.ridge
+    rcond = 1e-10 if item.rcond is None else item.rcond
+    return kernel_predictions(run.model0, traj.model, run.data.x_train, run.data.y_train, run.data.x_test,
+                              ridge=ridge, rcond=rcond)
+
+
+def input_spectrum(run: RunContext, traj: Trajectory, item) -> dict:
+    """Nonzero eigenvalues (above 1e-10 λ_max) of XᵀX/P of the (whitened) training inputs,
+    descending (silent-alignment Fig. 4a)."""
+    x = run.data.x_train
+    eigenvalues = np.linalg.svd(x, compute_uv=False) ** 2 / len(x)
+    return {"input_spectrum": eigenvalues[eigenvalues > 1e-10 * eigenvalues[0]]}
+
+
+def overlaps_theory(run: RunContext, traj: Trajectory, item) -> dict:
+    """q(t), r(t) of Eq. 50–51 and u(t)² of Eq. C.4 from the measured (q₀, r₀) — u₀² = (q₀ + r₀)/2
+    plays c₀ (App. C.5) — and the largest deviation of the simulation from each, relative to the
+    curve's maximum."""
+    beta, s = run.teacher
+    q0, r0 = two_layer.initial_overlaps(first_layer(run.model0), beta)
+    q, r = two_layer.overlaps(traj.time, q0, s, r0)
+    u_sq = deep_linear.two_layer_gain(traj.time, (q0 + r0) / 2.0, s)
+    out = {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq}
+    for name, theory in (("q", q), ("r", r), ("readout_norm_sq", u_sq)):
+        simulated = traj.series[name]
+        out[f"{name}_max_relerr"] = float(np.nanmax(np.abs(simulated - theory)) / np.max(np.abs(theory)))
+    return out
+
+
+def final_ntk(run: RunContext, traj: Trajectory, item) -> dict:
+    """The final NTK xᵀMx' of a linear net against K∞ = s^{2(L−1)/L} xᵀ[(L−1)ββᵀ + I]x'
+    (silent-alignment Eq. 63): ratio along β vs ⊥β (theory: L) and relative Frobenius error."""
+    beta, s = run.teacher
+    depth = run.spec.model.depth
+    measured = final_kernel.linear_ntk_matrix(first_layer(traj.model))
+    theory = final_kernel.final_ntk_matrix(beta, s, depth)
+    return {"final_ntk_ratio": final_kernel.direction_ratio(measured, beta),
+            "final_ntk_ratio_theory": float(depth),
+            "final_ntk_relerr": float(np.linalg.norm(measured - theory) / np.linalg.norm(theory))}
+
+
+def min_norm_error(run: RunContext, traj: Trajectory, item) -> dict:
+    """|w − w_min| / |w_min| for the learned linear map w and the min-norm interpolant X(XᵀX)⁻¹y."""
+    w = np.asarray(first_layer(traj.model).end_to_end_matrix(), np.float64)[0]
+    w_min = final_kernel.min_norm_interpolant(run.data.x_train, run.data.y_train[:, 0])
+    return {"min_norm_relerr": float(np.linalg.norm(w - w_min) / np.linalg.norm(w_min))}
+
+
+def alignment_theory(run: RunContext, traj: Trajectory, item) -> dict:
+    """Final kernel alignment of a depth-L linear net, A(X M∞ Xᵀ, y) (silent-alignment Fig. 1a, E.1b)."""
+    beta, s = run.teacher
+    m = final_kernel.final_ntk_matrix(beta, s, run.spec.model.depth)
+    return {"alignment_theory": final_kernel.kernel_alignment_of_matrix(m, run.data.x_train, run.data.y_train)}
+
+
+def mode_strength_theory(run: RunContext, traj: Trajectory, item) -> dict:
+    """Each target mode k = (u_k, s_k, v_k) follows ċ = L c^{2−2/L}(s_k − c) (Saxe et al. 2014;
+    silent-alignment App. H); c₀ from ``two_layer.initial_mode_gains`` for two layers (the early
+    phase solved per mode), |W_Lᵀu_k|^L for deeper nets (approximate: it ignores how long the inner
+    layers take to align)."""
+    _, s, u = final_kernel.target_modes(run.data.x_train, run.data.y_train)
+    net = first_layer(run.model0)
+    depth = run.spec.model.depth
+    if depth == 2:
+        c0 = two_layer.initial_mode_gains(net, run.data.x_train, run.data.y_train)
+    else:
+        c0 = np.linalg.norm(np.asarray(net.weights[-1], np.float64).T @ u, axis=0) ** depth
+    return {"mode_strength_theory": final_kernel.mode_strength_trajectories(traj.time, c0, s, depth).T,
+            "mode_target": s}

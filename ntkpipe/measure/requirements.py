@@ -1,0 +1,89 @@
+"""What each measurement needs of a run; each check returns why a run cannot have it, or None."""
+
+from __future__ import annotations
+
+from ntkpipe.data.dataset import output_count
+from ntkpipe.spec.schema import RunSpec
+
+
+def needs_test(run: RunSpec) -> str | None:
+    return None if run.data.n_test > 0 else "needs test points: set data.n_test > 0"
+
+
+def needs_classes(run: RunSpec) -> str | None:
+    if run.data.source == "linear_teacher" and run.data.labels.kind == "default":
+        return "needs class labels; data.source 'linear_teacher' is a regression task"
+    return None
+
+
+def needs_scalar_output(run: RunSpec) -> str | None:
+    if output_count(run.data) != 1:
+        return "needs one network output (a teacher direction β); this task has several"
+    return None
+
+
+def needs_eigen_labels(run: RunSpec) -> str | None:
+    if run.data.labels.kind != "eigenvector_sign":
+        return "needs data.labels.kind 'eigenvector_sign' (it measures the label eigenvector)"
+    return None
+
+
+def needs_multi_output(run: RunSpec) -> str | None:
+    if output_count(run.data) < 2:
+        return "needs several outputs (e.g. data.classes with more than two classes)"
+    return None
+
+
+def _missing(checks: list[tuple[bool, str]]) -> str | None:
+    missing = [what for ok, what in checks if not ok]
+    return f"applies only with {', '.join(missing)}" if missing else None
+
+
+def _gradient_flow_checks(run: RunSpec) -> list[tuple[bool, str]]:
+    return [
+        (run.data.gamma == 0.0, "whitened data (data.gamma: 0)"),
+        (not run.model.bias, "model.bias false"),
+        (run.model.parameterization == "standard", "model.parameterization 'standard'"),
+        (run.model.kind == "network", "model.kind 'network'"),
+        (run.train.loss == "mse", "train.loss 'mse'"),
+        (run.train.optimizer.name == "gd" and run.train.optimizer.schedule == "constant",
+         "train.optimizer 'gd' with a constant schedule (gradient flow)"),
+    ]
+
+
+def deep_linear_theory(run: RunSpec) -> str | None:
+    """The deep-linear gradient-flow theory (silent-alignment Sec. 3–4) needs its assumptions."""
+    return _missing(_gradient_flow_checks(run) + [
+        (run.model.activation == "linear", "model.activation 'linear'"),
+        (run.model.depth >= 2, "model.depth >= 2"),
+    ]) or needs_scalar_output(run)
+
+
+def deep_linear_modes_theory(run: RunSpec) -> str | None:
+    """Per-mode deep-linear theory for several outputs (Saxe et al.; silent-alignment App. H)."""
+    return _missing(_gradient_flow_checks(run) + [
+        (run.model.activation == "linear", "model.activation 'linear'"),
+        (run.model.depth >= 2, "model.depth >= 2"),
+    ])
+
+
+def final_ntk_theory(run: RunSpec) -> str | None:
+    """K∞ of a deep linear net needs only balance and convergence from small init (App. E.2)."""
+    return _missing([(run.model.parameterization == "standard", "model.parameterization 'standard'"),
+                     (run.model.depth >= 2, "model.depth >= 2")]) or linear_network(run)
+
+
+def two_layer_linear_theory(run: RunSpec) -> str | None:
+    """Closed forms of the two-layer linear net (silent-alignment App. C)."""
+    return deep_linear_theory(run) or _missing([(run.model.depth == 2, "model.depth 2")])
+
+
+def linear_network(run: RunSpec) -> str | None:
+    return _missing([(run.model.activation == "linear", "model.activation 'linear'"),
+                     (not run.model.bias, "model.bias false"),
+                     (run.model.kind == "network", "model.kind 'network'")]) or needs_scalar_output(run)
+
+
+def two_layers(run: RunSpec) -> str | None:
+    return (_missing([(run.model.depth == 2, "model.depth 2"), (not run.model.bias, "model.bias false")])
+            or needs_scalar_output(run))

@@ -1,0 +1,41 @@
+"""``kind: scatter`` figures: predictions against predictions (silent-alignment Fig. 1b–c).
+
+Every y variable is plotted against x over their shared dimensions (e.g. test points and outputs),
+pooling the runs left after ``where``; one panel per value of ``col``. The diagonal y = x is
+dashed, and each legend entry gives the Pearson correlation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ntkpipe.plots.style import hue_colors, hue_label, new_figure, select, variable_label
+
+
+def plot_scatter(ds: xr.Dataset, spec, title: str):
+    ds = select(ds, spec.where)
+    cols = list(ds[spec.col].values) if spec.col else [None]
+    fig, axes = new_figure(1, len(cols), width=4.4, height=4.2)
+    for j, c in enumerate(cols):
+        ax = axes[0, j]
+        sub = ds.sel({spec.col: c}) if spec.col else ds
+        x_all = []
+        for color, name in zip(hue_colors(spec.y), spec.y):
+            x, y = xr.broadcast(sub[spec.x], sub[name])
+            x, y = x.values.ravel(), y.values.ravel()
+            keep = np.isfinite(x) & np.isfinite(y)
+            r = np.corrcoef(x[keep], y[keep])[0, 1] if keep.sum() > 2 else np.nan
+            ax.plot(x[keep], y[keep], ".", color=color, ms=4, alpha=0.6, label=f"{variable_label(name)} (r = {r:.3f})")
+            x_all.append(x[keep])
+        if x_all and np.concatenate(x_all).size:
+            lo, hi = np.percentile(np.concatenate(x_all), [0, 100])
+            ax.plot([lo, hi], [lo, hi], "--", color="0.3", lw=1.2, label="y = x")
+        ax.set_xlabel(spec.xlabel or variable_label(spec.x))
+        ax.set_ylabel("kernel regression prediction" if len(spec.y) > 1 else variable_label(spec.y[0]))
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, frameon=False)
+        if spec.col:
+            ax.set_title(hue_label(spec.col, c), fontsize=10)
+    fig.suptitle(title, fontsize=11)
+    return fig

@@ -1,0 +1,109 @@
+"""The NTK of deep linear networks and what they learn from small initialization (silent-alignment
+Sec. 4, App. E.2, G, H).
+
+A bias-free linear network f(x) = κ c_L W_L ⋯ c_1 W_1 x has the NTK K(x, x') = xᵀMx' with
+
+    M = κ² Σ_ℓ c_ℓ² |B_ℓ|² A_ℓᵀA_ℓ,   A_ℓ = c_{ℓ−1}W_{ℓ−1} ⋯ c_1W_1 (A_1 = I),
+                                       B_ℓ = c_L W_L ⋯ c_{ℓ+1}W_{ℓ+1} (B_L = 1),        (1)
+
+since ∂f/∂W_ℓ = κ c_ℓ B_ℓᵀ (A_ℓ x)ᵀ. Trained from small init on whitened data with teacher y = s βᵀx,
+the layers end balanced and rank one, W_ℓ = u r_{ℓ+1} r_ℓᵀ with r_1 = β and u^L = s, so every layer
+ℓ ≥ 2 adds u^{2(L−1)} ββᵀ and layer 1 adds u^{2(L−1)} I (Eq. 10 at convergence, Eq. 63).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ntkpipe.models import MLP
+from ntkpipe.theory import deep_linear
+
+
+def _unit(beta) -> np.ndarray:
+    b = np.asarray(beta, dtype=np.float64)
+    return b / np.linalg.norm(b)
+
+
+def final_ntk_matrix(beta, s: float, depth: int) -> np.ndarray:
+    """M∞ = s^{2(L−1)/L} [(L − 1)ββᵀ + I] (D×D), K∞(x, x') = xᵀM∞x' + O(σ) (Eq. 63).
+
+    The paper prints the prefactor s^{2L−2}; Eq. 10 with u^L → s gives u^{2(L−1)} = s^{2(L−1)/L}.
+    Eigenvalue L s^{2(L−1)/L} along β and s^{2(L−1)/L} orthogonal to it. ``beta`` is normalized.
+    """
+    b = _unit(beta)
+    return s ** (2.0 * (depth - 1) / depth) * ((depth - 1) * np.outer(b, b) + np.eye(b.size))
+
+
+def linear_ntk_matrix(model: MLP) -> np.ndarray:
+    """The exact D×D matrix M of Eq. (1), K(x, x') = xᵀMx' summed over all weights, of a bias-free
+    single-output ``MLP`` with linear activation (any multipliers c_ℓ and output scale κ), float64."""
+    if model.activation != "linear" or model.biases is not None or model.weights[-1].shape[0] != 1:
+        raise ValueError("need a bias-free, single-output MLP with linear activation")
+    layers = [c * np.asarray(w, dtype=np.float64) for w, c in zip(model.weights, model.multipliers)]
+    below = [np.eye(layers[0].shape[1])]  # A_ℓ
+    for w in layers[:-1]:
+        below.append(w @ below[-1])
+    above = [np.full((1,), model.output_scale)]  # κ B_ℓ, built from ℓ = L down
+    for w in layers[:0:-1]:
+        above.insert(0, above[0] @ w)
+    return sum(c**2 * (b @ b) * (a.T @ a) for c, a, b in zip(model.multipliers, below, above))
+
+
+def direction_ratio(m, beta) -> float:
+    """βᵀMβ / mean_{v⊥β} vᵀMv = βᵀMβ (D − 1) / (tr M − βᵀMβ); L for M∞ (Eq. 63)."""
+    m = np.asarray(m, dtype=np.float64)
+    b = _unit(beta)
+    along = b @ m @ b
+    return float(along * (b.size - 1) / (np.trace(m) - along))
+
+
+def kernel_alignment_of_matrix(m, x, y) -> float:
+    """A = yᵀKy / (‖K‖_F ‖y‖²) of the Gram K = X M Xᵀ of the linear kernel xᵀMx' on (P, D) inputs and
+    scalar targets (P,) or (P, 1) (Cortes et al. 2012). With M = M∞ and y = sXβ this is the maximal
+    final alignment of a depth-L linear net (silent-alignment Fig. 1a, C.2c, App. E.2)."""
+    x = np.asarray(x, dtype=np.float64)
+    v = np.asarray(y, dtype=np.float64).reshape(len(x))
+    gram = x @ np.asarray(m, dtype=np.float64) @ x.T
+    return float(v @ gram @ v / (np.linalg.norm(gram) * (v @ v)))
+
+
+def min_norm_interpolant(x, y) -> np.ndarray:
+    """w = X(XᵀX)⁻¹y (paper's column convention, App. G.1), i.e. xᵀ(xxᵀ)⁻¹y for row-major (P, D)
+    inputs with P ≤ D: the least-norm w with xw = y, from a least-squares solve (pinv(x) y).
+    ``y`` is (P,) or (P, C); returns (D,) or (D, C)."""
+    return np.linalg.lstsq(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), rcond=None)[0]
+
+
+def target_modes(x, targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SVD of the input-output correlation Σ_yx = Yᵀx/P = Σ_k s_k u_k v_kᵀ (Saxe et al. 2014), over
+    its K nonzero modes (numerical rank, as ``np.linalg.matrix_rank``).
+
+    Returns ``(v (D, K), s (K,) descending, u (C, K))``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(targets, dtype=np.float64).reshape(len(x), -1)
+    u, s, vt = np.linalg.svd(y.T @ x / len(x), full_matrices=False)
+    k = int(np.sum(s > s[0] * max(y.shape[1], x.shape[1]) * np.finfo(np.float64).eps))
+    return vt[:k].T, s[:k], u[:, :k]
+
+
+def mode_strengths(outputs, x, targets) -> tuple[np.ndarray, np.ndarray]:
+    """m_k = u_kᵀ Σ_fx v_k, the strength of the learned input-output map Σ_fx = Fᵀx/P along the
+    target's singular modes (``target_modes``), and the target strengths s_k; F is (P, C).
+
+    For a linear net on whitened data Σ_fx is its end-to-end matrix, and from small init each m_k
+    follows the scalar ODE ċ = L c^{2−2/L}(s_k − c) (Saxe et al. 2014; silent-alignment Fig. H.1);
+    see ``mode_strength_trajectories``.
+
+    Returns ``(m (K,), s (K,))``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    v, s, u = target_modes(x, targets)
+    f = np.asarray(outputs, dtype=np.float64).reshape(len(x), -1)
+    return np.einsum("ck,cd,dk->k", u, f.T @ x / len(x), v), s
+
+
+def mode_strength_trajectories(times, c0, s, depth: int) -> np.ndarray:
+    """(K, T): c_k(t) of ċ = L c^{2−2/L}(s_k − c), c_k(0) = c0[k], per target mode
+    (``deep_linear.gain_trajectory``; silent-alignment Fig. H.1)."""
+    return np.stack([deep_linear.gain_trajectory(times, c, sk, depth) for c, sk in zip(c0, s)])
