@@ -74,3 +74,40 @@ def test_class_targets_order():
 def test_eigenvector_sign_targets():
     vectors = np.array([[0.5, -0.2], [0.5, 0.0], [0.5, 0.9]])
     np.testing.assert_array_equal(eigenvector_sign_targets(vectors, 2)[:, 0], [-1, 1, 1])
+
+
+def test_local_mnist_and_cifar_through_a_spec(tmp_path, monkeypatch):
+    """Tiny files in the official formats: validated before running, then loaded, class-filtered,
+    standardized and whitened like the built-in data."""
+    from ntkpipe.data.file_checks import clear_data_file_cache
+    from ntkpipe.errors import SpecError
+    from ntkpipe.spec.load import load_study
+    from tests.test_data_files import mnist_arrays, write_cifar, write_mnist
+
+    arrays = mnist_arrays(n_train=40, n_test=20)
+    arrays["y_train"][:] = np.arange(40) % 2
+    arrays["y_test"][:] = np.arange(20) % 2
+    write_mnist(tmp_path / "mnist", arrays, gz=True)
+    write_cifar(tmp_path / "cifar10", sizes=(8, 8, 8, 8, 8), n_test=10)
+    monkeypatch.setenv("NTKPIPE_DATA", str(tmp_path))
+    clear_data_file_cache()
+    spec_path = tmp_path / "local.yaml"
+    spec_path.write_text(
+        "data: {source: mnist, classes: [0, 1], n_train: 16, n_test: 8, gamma: 0.0}\n"
+        "model: {depth: 2, width: 4}\n"
+        "train: {optimizer: {name: gd, lr: 0.1}, steps: 1}\n"
+        "measure: [loss]\n")
+    with pytest.raises(SpecError, match="md5"):  # tiny files are not the official ones
+        load_study(spec_path)
+    monkeypatch.setenv("NTKPIPE_SKIP_CHECKSUMS", "1")
+    run = load_study(spec_path).runs[0]
+    data = load_dataset(run.data)
+    assert data.x_train.shape == (16, 784) and data.y_test.shape == (8, 1)
+    gram = data.x_train.T @ data.x_train / 16
+    np.testing.assert_allclose(gram @ gram, gram, atol=1e-10)  # whitened on the span (P < D)
+    too_many = spec_path.read_text().replace("n_train: 16", "n_train: 45")
+    spec_path.write_text(too_many)
+    with pytest.raises(SpecError, match="exceeds the 40 train images"):
+        load_study(spec_path)
+    cifar = load_dataset(DataSpec.model_validate({"source": "cifar10", "n_train": 30, "n_test": 10}))
+    assert cifar.x_train.shape == (30, 3072) and cifar.y_train.shape == (30, 10)

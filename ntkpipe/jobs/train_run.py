@@ -43,12 +43,12 @@ def _checkpoint_measure(run: RunContext):
 
 
 def _variable(name: str, value, n_time: int) -> tuple[tuple[str, ...], np.ndarray]:
+    """(dims, values) of a measured variable, checked against the dims the registry declares."""
     dims = VARIABLES[name].dims
     value = np.asarray(value)
-    extra = [d for d in dims if d != "time"]
     if value.ndim != len(dims) or ("time" in dims and value.shape[0] != n_time):
         raise ValueError(f"measurement variable {name!r} has shape {value.shape}, expected dims {dims}")
-    return dims, value if extra or value.ndim else value.reshape(())
+    return dims, value
 
 
 def train_run(job: RunJob, out: str | Path) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import xarray as xr
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
 from ntkpipe.measure.registry import VARIABLES
@@ -41,6 +42,11 @@ def hue_label(axis_name: str, value) -> str:
         return value
     shown = f"{value:.3g}" if isinstance(value, float) else str(value)
     return f"{AXIS_SYMBOLS.get(axis_name, axis_name)} = {shown}"
+
+
+def darker(color) -> tuple:
+    """A darker shade of ``color``: theory lines are dashed in the darker shade of their data."""
+    return tuple(0.55 * c for c in to_rgb(color))
 
 
 def is_numeric(values) -> bool:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from matplotlib.colors import to_rgb
 
 from ntkpipe.measure.fits import FITS
-from ntkpipe.plots.style import axis_label, final_value, hue_colors, hue_label, new_figure, select, variable_label
+from ntkpipe.plots.style import (axis_label, darker, final_value, hue_colors, hue_label, new_figure, select,
+                                 variable_label)
 
 STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
 
@@ -53,7 +53,7 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
         if spec.theory:
             xv, theory, _, _ = _reduce(final_value(sub[spec.theory]), spec.x)
             ok = np.isfinite(theory)
-            ax.plot(xv[ok], theory[ok], "--", color=tuple(0.55 * c for c in to_rgb(color)), lw=1.6, zorder=3)
+            ax.plot(xv[ok], theory[ok], "--", color=darker(color), lw=1.6, zorder=3)
     if spec.theory:
         ax.plot([], [], "--", color="0.3", label=f"{variable_label(spec.theory)} (dashed)")
     ax.set_xscale("log" if spec.logx else "linear")

@@ -11,16 +11,12 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 import xarray as xr
-from matplotlib.colors import LogNorm, Normalize, to_rgb
+from matplotlib.colors import LogNorm, Normalize
 
-from ntkpipe.plots.style import (TIME_LABEL, axis_label, final_value, hue_colors, hue_label, is_numeric,
-                                 new_figure, select, variable_label)
+from ntkpipe.plots.style import (TIME_LABEL, axis_label, darker, final_value, hue_colors, hue_label,
+                                 is_numeric, new_figure, select, variable_label)
 
 OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
-
-
-def _darker(color) -> tuple:
-    return tuple(0.55 * c for c in to_rgb(color))
 
 
 def _mean_line(var: xr.DataArray) -> xr.DataArray:
@@ -44,11 +40,11 @@ def _theory(ax, theory: xr.DataArray, color, logx: bool, how: str | None, refere
         line = _mean_line(theory)
         if how is not None:
             line = line / float(_reference(reference, how).mean(skipna=True))
-        _draw(ax, line["time"].values, line.values, logx, color=_darker(color), ls="--", lw=1.5, zorder=3)
+        _draw(ax, line["time"].values, line.values, logx, color=darker(color), ls="--", lw=1.5, zorder=3)
     else:
         level = float(theory.mean(skipna=True))
         if np.isfinite(level):
-            ax.axhline(level, color=_darker(color), ls="--", lw=1.3, zorder=3)
+            ax.axhline(level, color=darker(color), ls="--", lw=1.3, zorder=3)
 
 
 def plot_time_series(ds: xr.Dataset, spec, title: str):
