@@ -83,7 +83,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
             if i == 0 and spec.col:
                 ax.set_title(hue_label(spec.col, c), fontsize=10)
     if spec.theory:
-        axes[0, 0].plot([], [], "--", color="0.3", label="theory (dashed)")
+        axes[0, -1].plot([], [], "--", color="0.3", label="theory (dashed)")
     if norm is not None:
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue), shrink=0.8)

@@ -18,12 +18,13 @@ from pydantic import BaseModel, ValidationError
 from ntkpipe.errors import SpecError
 from ntkpipe.spec import checks
 from ntkpipe.spec.axes import AXES, suggest
-from ntkpipe.spec.schema import MeasureItem, RunSpec, StudySpec
+from ntkpipe.spec.schema import RunSpec, StudySpec
 from ntkpipe.spec.sweep import SweepError, case_overrides, check_unique, expand
 from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
 
 DEFAULT_VARIANT = "default"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+RESERVED_NAMES = ("runs", "stages")  # results/runs and results/stages hold the shared stores
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT) -> Study:
     if not NAME_PATTERN.match(path.stem):
         problems.append(f"line 1: the file name {path.stem!r} is the study name; use lowercase letters, "
                         "digits and underscores, starting with a letter")
+    if path.stem in RESERVED_NAMES:
+        problems.append(f"line 1: {path.stem!r} is reserved for results/{path.stem}/; rename the file")
     merged, where = _merge_variant(raw, lines, variant, problems)
     if problems:
         raise SpecError(str(path), problems)

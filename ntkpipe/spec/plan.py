@@ -23,8 +23,6 @@ from ntkpipe.spec.identity import canonical, content_id
 from ntkpipe.spec.load import DEFAULT_VARIANT, Study
 from ntkpipe.spec.schema import RunSpec
 
-RESERVED_TAGS = ("runs", "stages")
-
 
 @dataclass(frozen=True)
 class StageJob:
