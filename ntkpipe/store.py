@@ -59,7 +59,3 @@ def read_store(path: str | Path, *, expect_id: str | None = None) -> xr.Dataset:
         raise ResultError(f"{path}: holds id {ds.attrs['id']}, expected {expect_id}; delete it and rerun")
     return ds
 
-
-def store_config(ds: xr.Dataset) -> dict:
-    """The resolved config a store was made from."""
-    return json.loads(ds.attrs["config"])

@@ -7,7 +7,7 @@ import numpy as np
 from ntkpipe.measure.accuracy import accuracy
 from ntkpipe.measure.context import ModelView
 from ntkpipe.measure.kernel_stats import kernel_alignment, kernel_norm
-from ntkpipe.measure.weights import first_layer, first_layer_alignment
+from ntkpipe.measure.weights import first_layer_alignment, moving_network
 from ntkpipe.theory.final_kernel import mode_strengths
 from ntkpipe.train.losses import LOSSES
 
@@ -47,13 +47,13 @@ def layer_one_alignment(view: ModelView, item) -> dict:
 
 def readout_norm_sq(view: ModelView, item) -> dict:
     """u² = |a|², the squared readout norm (silent-alignment Eq. 8, C.4)."""
-    readout = np.asarray(first_layer(view.model).weights[-1], np.float64)
+    readout = np.asarray(moving_network(view.model).weights[-1], np.float64)
     return {"readout_norm_sq": float(np.sum(readout**2))}
 
 
 def teacher_overlaps(view: ModelView, item) -> dict:
     """q = ½(|a|² + βᵀWᵀWβ) and r = aᵀWβ of a two-layer net (silent-alignment App. C.1, Eq. 33)."""
-    net = first_layer(view.model)
+    net = moving_network(view.model)
     w, a = np.asarray(net.weights[0], np.float64), np.asarray(net.weights[1], np.float64)[0]
     wb = w @ view.run.teacher[0]
     return {"q": 0.5 * (a @ a + wb @ wb), "r": float(a @ wb)}

@@ -11,7 +11,7 @@ import numpy as np
 from ntkpipe.measure.context import RunContext
 from ntkpipe.measure.crossing import first_crossing, half_loss_time, variation_after
 from ntkpipe.measure.kernel_regression import kernel_predictions
-from ntkpipe.measure.weights import first_layer
+from ntkpipe.measure.weights import moving_network
 from ntkpipe.ntk import jacobian_alignment
 from ntkpipe.theory import deep_linear, final_kernel, two_layer
 from ntkpipe.train.loop import Trajectory
@@ -36,7 +36,7 @@ def alignment_after_half(run: RunContext, traj: Trajectory, item) -> dict:
 def _initial_gain(run: RunContext) -> float:
     """c₀ of the gain ODE: (q₀ + r₀)/2 for two layers, exact for the early phase (App. C.5);
     |a₀|^L with a₀ the readout for deeper nets, an approximation (App. C.4 takes u₀² ≈ |a₀|²)."""
-    net = first_layer(run.model0)
+    net = moving_network(run.model0)
     if run.spec.model.depth == 2:
         q0, r0 = two_layer.initial_overlaps(net, run.teacher[0])
         return (q0 + r0) / 2.0
@@ -88,7 +88,7 @@ def overlaps_theory(run: RunContext, traj: Trajectory, item) -> dict:
     plays c₀ (App. C.5) — and the largest deviation of the simulation from each, relative to the
     curve's maximum."""
     beta, s = run.teacher
-    q0, r0 = two_layer.initial_overlaps(first_layer(run.model0), beta)
+    q0, r0 = two_layer.initial_overlaps(moving_network(run.model0), beta)
     q, r = two_layer.overlaps(traj.time, q0, s, r0)
     u_sq = deep_linear.two_layer_gain(traj.time, (q0 + r0) / 2.0, s)
     out = {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq}
@@ -103,7 +103,7 @@ def final_ntk(run: RunContext, traj: Trajectory, item) -> dict:
     (silent-alignment Eq. 63): ratio along β vs ⊥β (theory: L) and relative Frobenius error."""
     beta, s = run.teacher
     depth = run.spec.model.depth
-    measured = final_kernel.linear_ntk_matrix(first_layer(traj.model))
+    measured = final_kernel.linear_ntk_matrix(moving_network(traj.model))
     theory = final_kernel.final_ntk_matrix(beta, s, depth)
     return {"final_ntk_ratio": final_kernel.direction_ratio(measured, beta),
             "final_ntk_ratio_theory": float(depth),
@@ -112,7 +112,7 @@ def final_ntk(run: RunContext, traj: Trajectory, item) -> dict:
 
 def min_norm_error(run: RunContext, traj: Trajectory, item) -> dict:
     """|w − w_min| / |w_min| for the learned linear map w and the min-norm interpolant X(XᵀX)⁻¹y."""
-    w = np.asarray(first_layer(traj.model).end_to_end_matrix(), np.float64)[0]
+    w = np.asarray(moving_network(traj.model).end_to_end_matrix(), np.float64)[0]
     w_min = final_kernel.min_norm_interpolant(run.data.x_train, run.data.y_train[:, 0])
     return {"min_norm_relerr": float(np.linalg.norm(w - w_min) / np.linalg.norm(w_min))}
 
@@ -130,7 +130,7 @@ def mode_strength_theory(run: RunContext, traj: Trajectory, item) -> dict:
     phase solved per mode), |W_Lᵀu_k|^L for deeper nets (approximate: it ignores how long the inner
     layers take to align)."""
     _, s, u = final_kernel.target_modes(run.data.x_train, run.data.y_train)
-    net = first_layer(run.model0)
+    net = moving_network(run.model0)
     depth = run.spec.model.depth
     if depth == 2:
         c0 = two_layer.initial_mode_gains(net, run.data.x_train, run.data.y_train)

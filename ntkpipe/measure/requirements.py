@@ -28,12 +28,6 @@ def needs_eigen_labels(run: RunSpec) -> str | None:
     return None
 
 
-def needs_multi_output(run: RunSpec) -> str | None:
-    if output_count(run.data) < 2:
-        return "needs several outputs (e.g. data.classes with more than two classes)"
-    return None
-
-
 def _missing(checks: list[tuple[bool, str]]) -> str | None:
     missing = [what for ok, what in checks if not ok]
     return f"applies only with {', '.join(missing)}" if missing else None

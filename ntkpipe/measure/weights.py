@@ -8,7 +8,7 @@ import numpy as np
 from ntkpipe.models import MLP, Linearized
 
 
-def first_layer(model) -> MLP:
+def moving_network(model) -> MLP:
     """The network whose weights move: ``params`` of a linearized model, else the model."""
     return model.params if isinstance(model, Linearized) else model
 
@@ -18,7 +18,7 @@ def first_layer_alignment(model, beta: np.ndarray) -> float:
 
     Reaches 1 when the first layer has become rank one along the teacher direction β.
     """
-    w = first_layer(model).weights[0].astype(jnp.float64)
+    w = moving_network(model).weights[0].astype(jnp.float64)
     gram = w.T @ w
     b = jnp.asarray(beta, jnp.float64)
     return float(b @ gram @ b / (jnp.linalg.norm(gram) * (b @ b)))

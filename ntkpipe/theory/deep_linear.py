@@ -22,9 +22,14 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 
-def gain_rate(c: float, s: float, depth: int) -> float:
-    """ċ = L c^{2−2/L}(s − c), Eq. (1)."""
-    return depth * c ** (2.0 - 2.0 / depth) * (s - c)
+def _log_gain_rate(s: float, depth: int):
+    """d(ln c)/dt = L c^{1−2/L}(s − c): Eq. (1) in ln c, accurate from tiny c₀."""
+
+    def rhs(_, log_c):
+        c = math.exp(log_c[0])
+        return [depth * c ** (1.0 - 2.0 / depth) * (s - c)]
+
+    return rhs
 
 
 def half_loss_gain(c0: float, s: float, irreducible: float = 0.0) -> float:
@@ -40,12 +45,7 @@ def gain_trajectory(times, c0: float, s: float, depth: int) -> np.ndarray:
     times = np.asarray(times, dtype=np.float64)
     if not 0.0 < c0 < s:
         raise ValueError(f"need 0 < c0 < s, got c0={c0}, s={s}")
-
-    def rhs(_, log_c):
-        c = np.exp(log_c[0])
-        return [depth * c ** (1.0 - 2.0 / depth) * (s - c)]
-
-    sol = solve_ivp(rhs, (0.0, float(times.max())), [math.log(c0)], t_eval=times,
+    sol = solve_ivp(_log_gain_rate(s, depth), (0.0, float(times.max())), [math.log(c0)], t_eval=times,
                     method="LSODA", rtol=1e-10, atol=1e-12)
     if not sol.success:
         raise RuntimeError(f"gain ODE failed: {sol.message}")
@@ -58,17 +58,13 @@ def half_loss_time(c0: float, s: float, depth: int, irreducible: float = 0.0) ->
         raise ValueError(f"need 0 < c0 < s, got c0={c0}, s={s}")
     target = math.log(half_loss_gain(c0, s, irreducible))
 
-    def rhs(_, log_c):
-        c = math.exp(log_c[0])
-        return [depth * c ** (1.0 - 2.0 / depth) * (s - c)]
-
     def reached(_, log_c):
         return log_c[0] - target
 
     reached.terminal = True
     reached.direction = 1.0
     horizon = 10.0 * half_loss_time_asymptote(c0, s, depth) + 100.0 / s
-    sol = solve_ivp(rhs, (0.0, horizon), [math.log(c0)], events=reached,
+    sol = solve_ivp(_log_gain_rate(s, depth), (0.0, horizon), [math.log(c0)], events=reached,
                     method="LSODA", rtol=1e-11, atol=1e-12)
     if sol.t_events[0].size == 0:
         raise RuntimeError(f"half loss not reached by t={horizon} (c0={c0}, s={s}, L={depth})")
