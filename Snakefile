@@ -25,6 +25,7 @@ enable_compilation_cache(RESULTS)
 wildcard_constraints:
     run_id="[0-9a-f]{16}",
     stage_id="[0-9a-f]{16}",
+    compute="[a-z_]+",
     tag="[a-z][a-z0-9_]*(-[a-z0-9_]+)?",
     figure="[A-Za-z0-9_]+",
 
@@ -35,7 +36,7 @@ rule all:
         INDEX.targets(),
 
 
-include: "rules/kernels.smk"
+include: "rules/stages.smk"
 include: "rules/train.smk"
 include: "rules/aggregate.smk"
 include: "rules/plot.smk"

@@ -17,8 +17,8 @@ from ntkpipe.errors import DataFileError, NtkpipeError, ResultError, SpecError  
 from ntkpipe.jobs import train_run  # noqa: E402
 from ntkpipe.models import MLP, Linearized, build_model  # noqa: E402
 from ntkpipe.ntk import NtkImplementation, empirical_ntk, flatten_gram, jacobian_alignment  # noqa: E402
-from ntkpipe.spec.load import load_study  # noqa: E402
-from ntkpipe.spec.plan import plan_study  # noqa: E402
+from ntkpipe.study.load import load_study  # noqa: E402
+from ntkpipe.study.plan import plan_study  # noqa: E402
 from ntkpipe.store import read_store  # noqa: E402
 from ntkpipe.train import train  # noqa: E402
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from ntkpipe.errors import NtkpipeError, SpecError
-from ntkpipe.spec.load import load_study, variant_names
-from ntkpipe.spec.plan import plan_study
+from ntkpipe.study.load import load_study, variant_names
+from ntkpipe.study.plan import plan_study
 from ntkpipe.store import read_store
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import jax
 
 from ntkpipe.errors import SpecError
-from ntkpipe.spec.load import DEFAULT_VARIANT, load_study, variant_names
-from ntkpipe.spec.plan import RunJob, StageJob, StudyPlan, plan_study
+from ntkpipe.study.load import DEFAULT_VARIANT, load_study, variant_names
+from ntkpipe.stages import StageJob
+from ntkpipe.study.plan import RunJob, StudyPlan, plan_study
 
 
 @dataclass

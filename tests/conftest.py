@@ -10,6 +10,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def md5_cache(tmp_path_factory):
+    """Keep the on-disk md5 cache of data files inside the test session."""
+    os.environ["NTKPIPE_CACHE"] = str(tmp_path_factory.mktemp("ntkpipe-cache"))
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -47,7 +47,7 @@ def test_same_seed_same_data_and_new_seed_new_data():
 def test_two_class_digits():
     spec = DataSpec.model_validate({"source": "digits", "n_train": 100, "n_test": 50, "classes": [0, 1]})
     data = load_dataset(spec)
-    assert data.x_train.shape == (100, 64) and data.y_test.shape == (50, 1)
+    assert data.x_train.shape == (100, 8, 8, 1) and data.y_test.shape == (50, 1)
     assert set(np.unique(data.y_train)) == {-1.0, 1.0}
     assert abs(data.x_train.mean(0)).max() < 1e-12  # train pixel means removed
     assert np.mean(data.x_train**2) == pytest.approx(1.0)  # unit per-coordinate variance on average
@@ -81,7 +81,7 @@ def test_local_mnist_and_cifar_through_a_spec(tmp_path, monkeypatch):
     standardized and whitened like the built-in data."""
     from ntkpipe.data.file_checks import clear_data_file_cache
     from ntkpipe.errors import SpecError
-    from ntkpipe.spec.load import load_study
+    from ntkpipe.study.load import load_study
     from tests.test_data_files import mnist_arrays, write_cifar, write_mnist
 
     arrays = mnist_arrays(n_train=40, n_test=20)
@@ -102,12 +102,12 @@ def test_local_mnist_and_cifar_through_a_spec(tmp_path, monkeypatch):
     monkeypatch.setenv("NTKPIPE_SKIP_CHECKSUMS", "1")
     run = load_study(spec_path).runs[0]
     data = load_dataset(run.data)
-    assert data.x_train.shape == (16, 784) and data.y_test.shape == (8, 1)
-    gram = data.x_train.T @ data.x_train / 16
+    assert data.x_train.shape == (16, 28, 28, 1) and data.y_test.shape == (8, 1)
+    gram = data.flat_train.T @ data.flat_train / 16
     np.testing.assert_allclose(gram @ gram, gram, atol=1e-10)  # whitened on the span (P < D)
     too_many = spec_path.read_text().replace("n_train: 16", "n_train: 45")
     spec_path.write_text(too_many)
     with pytest.raises(SpecError, match="exceeds the 40 train images"):
         load_study(spec_path)
     cifar = load_dataset(DataSpec.model_validate({"source": "cifar10", "n_train": 30, "n_test": 10}))
-    assert cifar.x_train.shape == (30, 3072) and cifar.y_train.shape == (30, 10)
+    assert cifar.x_train.shape == (30, 32, 32, 3) and cifar.y_train.shape == (30, 10)

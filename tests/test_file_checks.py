@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import pickle
 import struct
 
@@ -409,3 +410,23 @@ def test_cache_checks_a_directory_once(tmp_path, monkeypatch):
     clear_data_file_cache()
     data_file_problems(a, verify_checksums=False)
     assert len(checks) == 4
+
+
+def test_md5_cache_reuses_digest_until_the_file_changes(tmp_path, monkeypatch):
+    """The md5 of a data file is read back from the on-disk cache while its path, size and mtime
+    are unchanged (no re-hash on every Snakefile parse), and recomputed after an edit."""
+    from ntkpipe.data import md5_cache
+
+    monkeypatch.setenv(md5_cache.CACHE_ENV, str(tmp_path / "cache"))
+    data = tmp_path / "train-images-idx3-ubyte"
+    data.write_bytes(b"abc" * 1000)
+    calls = []
+    real_hash = md5_cache._hash
+    monkeypatch.setattr(md5_cache, "_hash", lambda p: calls.append(p) or real_hash(p))
+    first = md5_cache.file_md5(data)
+    assert first == hashlib.md5(data.read_bytes()).hexdigest()
+    assert md5_cache.file_md5(data) == first and len(calls) == 1  # second call: from the cache
+    data.write_bytes(b"abd" * 1000)  # same size, new content and mtime
+    os.utime(data, ns=(data.stat().st_atime_ns, data.stat().st_mtime_ns + 10**9))
+    assert md5_cache.file_md5(data) == hashlib.md5(data.read_bytes()).hexdigest() != first
+    assert len(calls) == 2

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ntkpipe.models import MLP, Linearized, build_model
-from ntkpipe.spec.schema import ModelSpec
+from ntkpipe.spec.schema import MlpSpec
 
 X = jnp.asarray(np.random.default_rng(0).standard_normal((6, 5)))
 
@@ -47,8 +47,8 @@ def test_linearization_is_affine_in_the_parameters():
 
 
 def test_build_model_is_deterministic_in_the_seed():
-    spec = ModelSpec(depth=2, width=4, sigma=1.0)
-    a, b, c = build_model(spec, 3, 1, 0), build_model(spec, 3, 1, 0), build_model(spec, 3, 1, 1)
+    spec = MlpSpec(depth=2, width=4, sigma=1.0)
+    a, b, c = build_model(spec, (3,), 1, 0), build_model(spec, (3,), 1, 0), build_model(spec, (3,), 1, 1)
     np.testing.assert_array_equal(a.weights[0], b.weights[0])
     assert not np.allclose(a.weights[0], c.weights[0])
-    assert isinstance(build_model(spec.model_copy(update={"kind": "linearized"}), 3, 1, 0), Linearized)
+    assert isinstance(build_model(spec.model_copy(update={"kind": "linearized"}), (3,), 1, 0), Linearized)

@@ -10,9 +10,9 @@ import pytest
 from ntkpipe.errors import SpecError
 from ntkpipe.spec.axes import AXES
 from ntkpipe.spec.identity import canonical_json, content_id
-from ntkpipe.spec.load import load_study
-from ntkpipe.spec.plan import plan_study
-from ntkpipe.spec.sweep import SweepError, check_unique, expand
+from ntkpipe.study.load import load_study
+from ntkpipe.study.plan import plan_study
+from ntkpipe.spec.sweep import SweepError, check_unique, expand, fill_unset_axes
 from ntkpipe.spec.yaml_lines import load_with_lines
 
 BASE = """\
@@ -75,11 +75,15 @@ def test_sweep_errors(node, message):
     assert message in str(err.value)
 
 
-def test_sweep_points_must_be_unique_and_cover_the_same_axes():
+def test_sweep_points_must_be_unique_and_unset_axes_are_filled():
     with pytest.raises(SweepError, match="twice"):
         check_unique(expand({"union": [{"sigma": [1]}, {"sigma": [1]}]}))
-    with pytest.raises(SweepError, match="same axes"):
-        check_unique(expand({"union": [{"sigma": [1]}, {"depth": [2]}]}))
+    points = expand({"union": [{"sigma": [0.5], "activation": ["relu"]}, {"depth": [2, 3]}]})
+    assert fill_unset_axes(points) == [{"sigma": 0.5, "activation": "relu", "depth": 0},
+                                       {"sigma": 0, "activation": "none", "depth": 2},
+                                       {"sigma": 0, "activation": "none", "depth": 3}]
+    with pytest.raises(SweepError, match="sits at its coordinate 0"):
+        fill_unset_axes(expand({"union": [{"sigma": [1], "depth": [0, 2]}, {"sigma": [1]}]}))
 
 
 def test_axis_names_cover_the_schema():
@@ -186,7 +190,7 @@ def test_stage_references_are_checked(tmp_path):
     """
     found = problems(tmp_path, text)
     assert any("line 5: data.labels.stage: no stage named 'eigs' (did you mean 'eig'?)" in p for p in found)
-    assert any("stages.eig.input: 'gramm' is not an 'ntk_gram' stage (did you mean 'gram'?)" in p for p in found)
+    assert any("stages.eig.input: 'gramm' is not a 'ntk_gram' stage (did you mean 'gram'?)" in p for p in found)
     fixed = problems(tmp_path, text.replace("stage: eigs", "stage: eig").replace("gramm", "gram"))
     assert any("eigen_index 40 exceeds the 30 eigenvectors" in p for p in fixed)
 
@@ -284,10 +288,93 @@ def test_local_data_is_checked_before_anything_runs(tmp_path, monkeypatch):
 
 def test_shipped_specs_are_valid(repo, monkeypatch):
     """Every variant of every shipped spec validates (paper variants minus their local data files)."""
-    from ntkpipe.spec import checks
-    from ntkpipe.spec.load import variant_names
+    from ntkpipe.study import checks
+    from ntkpipe.study.load import variant_names
 
     monkeypatch.setattr(checks, "data_file_problems", lambda spec, verify_checksums: [])
     for path in sorted((repo / "specs").glob("*.yaml")):
         for variant in variant_names(path):
             assert load_study(path, variant).runs
+
+
+# --- extension points: architectures, measurement options, stages ------------------------------
+
+CNN_STUDY = """\
+data: {source: digits, n_train: 20, n_test: 10, labels: {kind: two_groups}}
+model: {architecture: cnn, conv: [{channels: 2, kernel_size: 3, pool: avg}], dense: [4]}
+train: {optimizer: {name: gd, lr: 0.1}, steps: 2}
+measure: [loss]
+"""
+
+
+def test_architectures_are_a_union_with_their_own_fields(tmp_path):
+    study = load_study(write(tmp_path, CNN_STUDY))
+    assert study.runs[0].model.architecture == "cnn" and study.runs[0].model.conv[0].pool == "avg"
+    found = problems(tmp_path, CNN_STUDY.replace("dense: [4]", "dense: [4], depth: 3"))
+    assert found == ["line 2: model.depth: unknown key (allowed: activation, architecture, bias, conv, dense, "
+                     "kind, origin, output_scale, parameterization, preset, sigma)"]
+    found = problems(tmp_path, CNN_STUDY.replace("conv: [{channels: 2, kernel_size: 3, pool: avg}], dense: [4]",
+                                                 "preset: lenet5, conv: []"))
+    assert any("give either 'preset' (lenet5) or 'conv'" in p for p in found)
+    found = problems(tmp_path, CNN_STUDY.replace("cnn,", "cnnn,"))
+    assert any("line 2: model" in p and "'cnnn'" in p and "'mlp', 'cnn'" in p for p in found)
+
+
+def test_measurements_declare_the_architectures_they_read(tmp_path):
+    text = CNN_STUDY.replace("labels: {kind: two_groups}", "classes: [0, 1]").replace(
+        "measure: [loss]", "measure: [loss, readout_norm_sq]")
+    found = problems(tmp_path, text)
+    assert found == ["line 4: measure.1: readout_norm_sq: reads mlp weights; model.architecture is 'cnn' "
+                     "(applies to: mlp)"]
+
+
+def test_a_case_that_changes_architecture_replaces_the_model_section(tmp_path):
+    text = BASE + """\
+sweep:
+  cases:
+    architecture:
+      mlp: {}
+      cnn: {data: {source: digits, dim: null, gamma: null, classes: [0, 1]},
+            model: {architecture: cnn, preset: lenet5}}
+"""
+    study = load_study(write(tmp_path, text.replace("measure: [loss, t_half]", "measure: [loss]")))
+    assert [r.model.architecture for r in study.runs] == ["mlp", "cnn"]
+    assert study.runs[1].model.preset == "lenet5" and study.points[1] == {"architecture": "cnn"}
+
+
+def test_measurement_options_are_declared_once_with_defaults(tmp_path):
+    study = load_study(write(tmp_path, BASE.replace("measure: [loss, t_half]",
+                                                    "measure: [loss, first_layer_alignment, t_align]")))
+    assert study.runs[0].measure[2].options == {"threshold": 0.5}  # the declared default, in the run's config
+    found = problems(tmp_path, BASE.replace("measure: [loss, t_half]",
+                                            "measure: [loss, first_layer_alignment, {name: t_align, treshold: 0.3}]"))
+    assert any("option 'treshold' does not apply to 't_align' (did you mean 'threshold'?)" in p for p in found)
+    found = problems(tmp_path, BASE.replace("measure: [loss, t_half]",
+                                            "measure: [loss, {name: kernel_predictors, rcond: 2.0}]").replace(
+                                                "n_train: 8", "n_train: 8, n_test: 4"))
+    assert any("measure.1.rcond: kernel_predictors: option 'rcond' must be < 1.0, got 2.0" in p for p in found)
+
+
+def test_stage_references_must_provide_what_the_run_reads(tmp_path):
+    text = """\
+data:
+  source: digits
+  n_train: 20
+  n_test: 10
+  labels: {kind: eigenvector_sign, stage: nads, eigen_index: 2}
+model: {depth: 2, width: 5}
+train: {optimizer: {name: gd, lr: 0.1}, steps: 2}
+stages:
+  nads: {compute: nad}
+measure: [loss]
+"""
+    found = problems(tmp_path, text)
+    assert any("line 5: data.labels.stage: stage 'nads' computes nad, which provides directions; data.labels "
+               "needs a stage that provides labels (eigendecomposition)" in p for p in found)
+    origin = text.replace("labels: {kind: eigenvector_sign, stage: nads, eigen_index: 2}", "classes: [0, 1]").replace(
+        "model: {depth: 2, width: 5}", "model: {depth: 2, width: 5, kind: linearized, origin: {stage: pre, epochs: 3}}"
+    ).replace("nads: {compute: nad}", "pre: {compute: pretrain}")
+    found = problems(tmp_path, origin)
+    assert any("give train.epochs (not steps or max_time)" in p for p in found)
+    fixed = load_study(write(tmp_path, origin.replace("steps: 2", "epochs: 3")))
+    assert fixed.runs[0].model.origin.epochs == 3

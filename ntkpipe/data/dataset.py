@@ -1,17 +1,22 @@
 """Build a study's train/test arrays from its ``data`` spec.
 
 Order of operations: draw or load inputs → select classes and split (seeded by ``data.seed``) →
-standardize images (remove the train pixel mean, scale to unit mean per-coordinate variance) →
-partial whitening with the train SVD (``gamma``) → targets. Everything is float64; training casts.
+resize images (``image_size``) → standardize images (remove the train pixel mean, scale to unit
+mean per-coordinate variance) → partial whitening with the train SVD (``gamma``) → targets.
+Inputs keep their shape: (n, D) vectors, (n, H, W, channels) images; models that need vectors
+flatten them. Everything is float64; training casts.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ntkpipe.data.digits import digits_pool
+from ntkpipe.data.images import grayscale, resize
+from ntkpipe.data.nad import nad_samples
 from ntkpipe.data.synthetic import gaussian_inputs, unit_teacher
 from ntkpipe.data.whitening import partial_whitening_map
 from ntkpipe.spec.schema import DataSpec
@@ -19,7 +24,8 @@ from ntkpipe.spec.schema import DataSpec
 
 @dataclass(frozen=True)
 class Dataset:
-    """Inputs (n, D) and targets (n, C). ``beta`` is the teacher direction of linear-teacher data."""
+    """Inputs (n, *input_shape) and targets (n, C). ``beta`` is the teacher direction of
+    linear-teacher data."""
 
     x_train: np.ndarray
     y_train: np.ndarray
@@ -32,6 +38,20 @@ class Dataset:
     def x_all(self) -> np.ndarray:
         """Train then test inputs: the row order of every train ∪ test Gram."""
         return np.concatenate([self.x_train, self.x_test])
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        """One example's shape: (D,) or (H, W, channels)."""
+        return tuple(self.x_train.shape[1:])
+
+    @property
+    def flat_train(self) -> np.ndarray:
+        """Training inputs as (n, D) vectors (images flattened row-major)."""
+        return self.x_train.reshape(len(self.x_train), math.prod(self.input_shape))
+
+    @property
+    def flat_test(self) -> np.ndarray:
+        return self.x_test.reshape(len(self.x_test), math.prod(self.input_shape))
 
     @property
     def n_outputs(self) -> int:
@@ -47,16 +67,27 @@ SOURCE_CLASSES = {"digits": 10, "mnist": 10, "cifar10": 10}
 
 
 def output_count(spec: DataSpec) -> int:
-    """Network outputs C the targets need: 1 for a teacher, ±1 labels or sign φ_j; else one per class."""
-    if spec.source == "linear_teacher" or spec.labels.kind == "eigenvector_sign":
+    """Network outputs C the targets need: 1 for a teacher, ±1 labels, sign φ_j or two groups;
+    else one per class."""
+    if spec.source in ("linear_teacher", "nad") or spec.labels.kind in ("eigenvector_sign", "two_groups"):
         return 1
     n_classes = len(spec.classes) if spec.classes is not None else SOURCE_CLASSES[spec.source]
     return 1 if n_classes == 2 else n_classes
 
 
-def load_dataset(spec: DataSpec) -> Dataset:
-    """The inputs and default targets of ``spec`` (labels from stages are applied by the caller)."""
+def load_dataset(spec: DataSpec, direction: np.ndarray | None = None) -> Dataset:
+    """The inputs and default targets of ``spec`` (labels from stages are applied by the caller).
+
+    ``direction`` is the NAD v_j of ``nad`` data (shaped like one input), read from its stage.
+    """
     rng = np.random.default_rng(spec.seed)
+    if spec.source == "nad":
+        if direction is None:
+            raise ValueError("data.source 'nad' needs the direction v_j of its nad stage")
+        x, y = nad_samples(np.asarray(direction), spec.n_train + spec.n_test, rng, epsilon=spec.margin,
+                           sigma=spec.noise, half_margin=spec.half_margin)
+        y = y[:, None].astype(np.float64)
+        return Dataset(x[: spec.n_train], y[: spec.n_train], x[spec.n_train:], y[spec.n_train:])
     if spec.source == "linear_teacher":
         x = gaussian_inputs(spec.n_train + spec.n_test, spec.dim, rng)
         x_train, x_test = x[: spec.n_train], x[spec.n_train:]
@@ -65,13 +96,21 @@ def load_dataset(spec: DataSpec) -> Dataset:
         x_train, labels_train, x_test, labels_test = _image_split(spec, rng)
         x_train, x_test = _standardize(x_train, x_test)
     if spec.gamma is not None:
-        m = partial_whitening_map(x_train, spec.gamma)
-        x_train, x_test = x_train @ m, x_test @ m
+        shape = x_train.shape[1:]
+        dim = math.prod(shape)
+        flat_train, flat_test = x_train.reshape(len(x_train), dim), x_test.reshape(len(x_test), dim)
+        m = partial_whitening_map(flat_train, spec.gamma)
+        x_train = (flat_train @ m).reshape(len(flat_train), *shape)
+        x_test = (flat_test @ m).reshape(len(flat_test), *shape)
     if spec.source == "linear_teacher":
         beta = unit_teacher(spec.dim, rng)
         y_train = spec.teacher_scale * (x_train @ beta)[:, None]
         y_test = spec.teacher_scale * (x_test @ beta)[:, None]
         return Dataset(x_train, y_train, x_test, y_test, beta=beta)
+    if spec.labels.kind == "two_groups":
+        plus, minus = spec.labels.class_groups
+        targets = [np.where(np.isin(labels, plus), 1.0, -1.0)[:, None] for labels in (labels_train, labels_test)]
+        return Dataset(x_train, targets[0], x_test, targets[1], class_labels={"groups": [list(plus), list(minus)]})
     classes = sorted(set(labels_train.tolist()) | set(labels_test.tolist())) if spec.classes is None else spec.classes
     return Dataset(x_train, class_targets(labels_train, classes), x_test, class_targets(labels_test, classes),
                    class_labels={"classes": list(classes)})
@@ -86,16 +125,32 @@ def class_targets(labels: np.ndarray, classes: list[int]) -> np.ndarray:
     return np.eye(len(classes))[index]
 
 
+def _kept_classes(spec: DataSpec) -> list[int] | None:
+    """``classes``, or for two-group labels the classes of both groups."""
+    if spec.classes is None and spec.labels.kind == "two_groups":
+        return sorted(set(spec.labels.class_groups[0]) | set(spec.labels.class_groups[1]))
+    return spec.classes
+
+
 def _image_split(spec: DataSpec, rng: np.random.Generator):
-    """Class-filtered, shuffled train and test images as float64 (n, D) in [0, 1], and their labels."""
+    """Class-filtered, shuffled train and test images as float64 (n, H, W, channels) in [0, 1]
+    (resized to ``image_size``), and their labels."""
+    x_train, labels_train, x_test, labels_test = _raw_image_split(spec, rng)
+    if spec.image_size is not None:
+        x_train, x_test = resize(x_train, spec.image_size), resize(x_test, spec.image_size)
+    return x_train, labels_train, x_test, labels_test
+
+
+def _raw_image_split(spec: DataSpec, rng: np.random.Generator):
+    classes = _kept_classes(spec)
     if spec.source == "digits":
         x, labels = digits_pool()
-        x, labels = _keep_classes(x, labels, spec.classes)
+        x, labels = _keep_classes(x, labels, classes)
         order = rng.permutation(len(x))
         need = spec.n_train + spec.n_test
         if need > len(x):
             raise ValueError(f"data.n_train + data.n_test = {need} exceeds the {len(x)} digits "
-                             f"of classes {spec.classes or 'all'}; lower them")
+                             f"of classes {classes or 'all'}; lower them")
         train, test = order[: spec.n_train], order[spec.n_train: need]
         return x[train], labels[train], x[test], labels[test]
     from ntkpipe.data.files import load_cifar10, load_mnist, resolve_data_dir
@@ -104,11 +159,12 @@ def _image_split(spec: DataSpec, rng: np.random.Generator):
     arrays = loader(resolve_data_dir(spec.path, spec.source))
     out = []
     for split, n in (("train", spec.n_train), ("test", spec.n_test)):
-        x = arrays[f"x_{split}"].reshape(len(arrays[f"x_{split}"]), -1).astype(np.float64) / 255.0
-        x, labels = _keep_classes(x, arrays[f"y_{split}"].astype(np.int64), spec.classes)
+        x = arrays[f"x_{split}"].astype(np.float64) / 255.0
+        x = x[..., None] if x.ndim == 3 else grayscale(x) if spec.grayscale else x
+        x, labels = _keep_classes(x, arrays[f"y_{split}"].astype(np.int64), classes)
         if n > len(x):
             raise ValueError(f"data.n_{split} = {n} exceeds the {len(x)} {split} images of "
-                             f"{spec.source} classes {spec.classes or 'all'}; lower it")
+                             f"{spec.source} classes {classes or 'all'}; lower it")
         pick = rng.permutation(len(x))[:n]
         out += [x[pick], labels[pick]]
     return tuple(out)
@@ -122,6 +178,7 @@ def _keep_classes(x, labels, classes):
 
 
 def _standardize(x_train: np.ndarray, x_test: np.ndarray):
+    """Remove the train mean of every pixel; divide by the train RMS of what is left."""
     mean = x_train.mean(axis=0)
     scale = np.sqrt(np.mean((x_train - mean) ** 2))
     return (x_train - mean) / scale, (x_test - mean) / scale

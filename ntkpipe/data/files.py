@@ -25,7 +25,6 @@ expected, what was found and how to fix it.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import logging
 import os
 import pickle
@@ -36,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ntkpipe.data.md5_cache import file_md5
 from ntkpipe.errors import DataFileError
 
 __all__ = [
@@ -282,14 +282,6 @@ def _cifar_paths(batch_dir: Path) -> dict[str, Path]:
 # ---------------------------------------------------------------------------------------
 
 
-def _md5(path: Path) -> str:
-    h = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def verify_checksums(
     directory: str | os.PathLike[str], dataset: str, *, notes: list[str] | None = None
 ) -> list[str]:
@@ -308,7 +300,7 @@ def verify_checksums(
     skipped: list[str] = []
 
     def check(path: Path, want: str, what: str) -> None:
-        got = _md5(path)
+        got = file_md5(path)
         if got != want:
             problems.append(
                 f"{path}: expected md5 {want} ({what}), found {got}; the file is corrupt, "

@@ -2,7 +2,7 @@
 
 from ntkpipe.jobs.aggregate import aggregate_study
 from ntkpipe.jobs.plot import plot_figure
-from ntkpipe.jobs.stages import compute_eigendecomposition, compute_ntk_gram
 from ntkpipe.jobs.train_run import train_run
+from ntkpipe.stages import run_stage
 
-__all__ = ["aggregate_study", "compute_eigendecomposition", "compute_ntk_gram", "plot_figure", "train_run"]
+__all__ = ["aggregate_study", "plot_figure", "run_stage", "train_run"]

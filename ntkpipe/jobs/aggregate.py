@@ -15,7 +15,8 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.measure.fits import FITS
-from ntkpipe.spec.plan import StudyPlan
+from ntkpipe.plots.style import final_value
+from ntkpipe.study.plan import StudyPlan
 from ntkpipe.store import read_store, write_store
 
 
@@ -52,7 +53,12 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
 
 
 def summary_variables(ds: xr.Dataset, summary) -> xr.Dataset:
-    """``<name>`` (the fitted exponent/slope) and ``<name>_stderr``, over ``summary.by``."""
+    """``endpoints``: ``<name>`` over ``checkpoint`` = [init, end]; fits: ``<name>`` (the fitted
+    exponent/slope) and ``<name>_stderr``, over ``summary.by``."""
+    if summary.kind == "endpoints":
+        series = ds[summary.y]
+        table = xr.concat([series.isel(time=0, drop=True), final_value(series)], dim="checkpoint")
+        return xr.Dataset({summary.name: table.assign_coords(checkpoint=["init", "end"])})
     fit = FITS[summary.kind]
 
     def one(sub: xr.Dataset) -> tuple[float, float]:

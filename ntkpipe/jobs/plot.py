@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ntkpipe.plots import PLOTTERS
 from ntkpipe.plots.style import save
-from ntkpipe.spec.plan import StudyPlan
+from ntkpipe.study.plan import StudyPlan
 from ntkpipe.store import read_store
 
 

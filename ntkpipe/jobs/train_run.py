@@ -8,32 +8,20 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ntkpipe.data import eigenvector_sign_targets, load_dataset
 from ntkpipe.measure.context import ModelView, RunContext
 from ntkpipe.measure.registry import REGISTRY, VARIABLES
-from ntkpipe.models import build_model, run_keys
-from ntkpipe.spec.plan import RunJob
-from ntkpipe.spec.schema import RunSpec
-from ntkpipe.store import read_store, write_store
+from ntkpipe.models import run_keys
+from ntkpipe.stages import run_context
+from ntkpipe.store import write_store
+from ntkpipe.study.plan import RunJob
 from ntkpipe.train.loop import train
-
-
-def run_context(spec: RunSpec, label_stage: Path | None = None) -> RunContext:
-    """The run's data (with eigenvector labels from ``label_stage`` if asked) and initial model."""
-    data = load_dataset(spec.data)
-    eigen = None
-    if spec.data.labels.kind == "eigenvector_sign":
-        eigen = read_store(label_stage).load()
-        data = data.with_targets(eigenvector_sign_targets(eigen["eigenvectors"].values, spec.data.labels.eigen_index))
-    model0 = build_model(spec.model, data.x_train.shape[1], data.n_outputs, spec.seed)
-    return RunContext(spec, data, model0, eigen)
 
 
 def _checkpoint_measure(run: RunContext):
     items = [m for m in run.spec.measure if REGISTRY[m.name].when == "checkpoint" and m.name != "loss"]
 
-    def measure(model) -> dict:
-        view = ModelView(model, run)
+    def measure(model, index: int, last: bool) -> dict:
+        view = ModelView(model, run, index, last)
         out = REGISTRY["loss"].compute(view, None)  # always: it detects divergence
         for item in items:
             out.update(REGISTRY[item.name].compute(view, item))
@@ -58,7 +46,7 @@ def train_run(job: RunJob, out: str | Path) -> Path:
     """
     tic = time.perf_counter()
     spec = job.spec
-    run = run_context(spec, job.stage_paths.get("labels"))
+    run = run_context(spec, job.stage_paths)
     _, batch_key = run_keys(spec.seed)
     traj = train(run.model0, run.data.x_train, run.data.y_train, spec.train, key=batch_key,
                  measure=_checkpoint_measure(run), label=f"run {job.id[:8]}")
@@ -68,7 +56,7 @@ def train_run(job: RunJob, out: str | Path) -> Path:
     if not traj.diverged:
         for item in spec.measure:
             m = REGISTRY[item.name]
-            if m.when == "final" and not (m.theory and m.requires(spec)):  # theory only where it applies
+            if m.when == "final" and not (m.where_applicable and m.unmet(spec)):
                 values.update(m.compute(run, traj, item))
     seconds_final = time.perf_counter() - tic_final
     ds = xr.Dataset({name: _variable(name, value, len(traj.steps)) for name, value in values.items()},

@@ -7,6 +7,7 @@ import numpy as np
 from ntkpipe.measure.accuracy import accuracy
 from ntkpipe.measure.context import ModelView
 from ntkpipe.measure.kernel_stats import kernel_alignment, kernel_norm
+from ntkpipe.measure.rotation import energy_concentration
 from ntkpipe.measure.weights import first_layer_alignment, moving_network
 from ntkpipe.theory.final_kernel import mode_strengths
 from ntkpipe.train.losses import LOSSES
@@ -61,5 +62,16 @@ def teacher_overlaps(view: ModelView, item) -> dict:
 
 def mode_strength(view: ModelView, item) -> dict:
     """m_k = u_kᵀ Σ_fx v_k along the singular modes of the target map (silent-alignment Fig. H.1)."""
-    strengths, _ = mode_strengths(view.f_train, view.run.data.x_train, view.run.data.y_train)
+    strengths, _ = mode_strengths(view.f_train, view.run.data.flat_train, view.run.data.y_train)
     return {"mode_strength": strengths}
+
+
+def energy(view: ModelView, item) -> dict:
+    """‖Φ_Kᵀy‖/‖y‖ on the first ``subset`` training points (linearized-networks Table 1), at init, at
+    the end and every ``every``-th checkpoint; NaN at the others."""
+    options = item.options
+    if not view.scheduled(options["every"]):
+        return {"energy_concentration": float("nan")}
+    y = view.run.data.y_train[: options["subset"]]
+    gram = view.gram_subset(len(y))
+    return {"energy_concentration": energy_concentration(gram, y, options["top_k"])}

@@ -7,7 +7,7 @@ that data, so that e.g. ``kernel_norm`` and ``alignment`` at a checkpoint share 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import equinox as eqx
@@ -39,12 +39,13 @@ def effective_teacher(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
 
 @dataclass
 class RunContext:
-    """One run's inputs to its measurements."""
+    """One run's inputs to its measurements; ``stages`` holds the stage outputs the run reads, by
+    what they provide (``labels``, ``directions``, ``origin``)."""
 
     spec: RunSpec
     data: Dataset
     model0: eqx.Module
-    eigen: xr.Dataset | None = None
+    stages: dict[str, xr.Dataset] = field(default_factory=dict)
 
     @cached_property
     def dtype(self):
@@ -61,20 +62,36 @@ class RunContext:
     @cached_property
     def teacher(self) -> tuple[np.ndarray, float]:
         """(β, s): the least-squares direction and scale of the training targets."""
-        return effective_teacher(self.data.x_train, self.data.y_train)
+        return effective_teacher(self.data.flat_train, self.data.y_train)
+
+    def label_eigenpairs(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The top ``k`` eigenvalues (k,) and unit eigenvectors (n·C, k) of the labels' stage."""
+        eigen = self.stages["labels"]
+        return eigen["eigenvalues"].values[:k], eigen["eigenvectors"].values[:, :k]
 
     @cached_property
     def label_eigenpair(self) -> tuple[float, np.ndarray]:
         """(λ_j, φ_j) of the label eigenvector of ``eigenvector_sign`` labels."""
         j = self.spec.data.labels.eigen_index
-        return float(self.eigen["eigenvalues"].values[j - 1]), self.eigen["eigenvectors"].values[:, j - 1]
+        values, vectors = self.label_eigenpairs(j)
+        return float(values[j - 1]), vectors[:, j - 1]
 
 
 class ModelView:
-    """Outputs and NTK Grams of ``model`` on a run's data, each computed on first use."""
+    """Outputs and NTK Grams of ``model`` on a run's data, each computed on first use, at
+    checkpoint ``index`` (``last``: the final one) of the run."""
 
-    def __init__(self, model: eqx.Module, run: RunContext):
-        self.model, self.run = model, run
+    def __init__(self, model: eqx.Module, run: RunContext, index: int = 0, last: bool = True):
+        self.model, self.run, self.index, self.last = model, run, index, last
+
+    def scheduled(self, every: int) -> bool:
+        """Whether a measurement taken at init, at the end and every ``every``-th checkpoint (0:
+        never in between) is due here."""
+        return self.index == 0 or self.last or (every > 0 and self.index % every == 0)
+
+    def gram_subset(self, n: int) -> np.ndarray:
+        """(n·C, n·C) float64 NTK Gram on the first ``n`` training inputs."""
+        return np.asarray(flatten_gram(empirical_ntk(self.model, self.run.data.x_train[:n])))
 
     @cached_property
     def f_train(self) -> np.ndarray:

@@ -12,7 +12,11 @@ from ntkpipe.measure.context import RunContext
 from ntkpipe.measure.crossing import first_crossing, half_loss_time, variation_after
 from ntkpipe.measure.kernel_regression import kernel_predictions
 from ntkpipe.measure.weights import moving_network
-from ntkpipe.ntk import jacobian_alignment
+from jax.flatten_util import ravel_pytree
+
+from ntkpipe.measure.rotation import parameter_distances
+from ntkpipe.models import trainable
+from ntkpipe.ntk import jacobian_alignment, jacobian_alignments
 from ntkpipe.theory import deep_linear, final_kernel, two_layer
 from ntkpipe.train.loop import Trajectory
 
@@ -22,7 +26,7 @@ def t_half(run: RunContext, traj: Trajectory, item) -> dict:
 
 
 def t_align(run: RunContext, traj: Trajectory, item) -> dict:
-    threshold = 0.5 if item.threshold is None else item.threshold
+    threshold = item.options["threshold"]
     return {"t_align": first_crossing(traj.time, traj.series["first_layer_alignment"], threshold, downward=False)}
 
 
@@ -48,7 +52,7 @@ def t_half_theory(run: RunContext, traj: Trajectory, item) -> dict:
     """t½ of ċ = L c^{2−2/L}(s − c) from c₀ (see ``_initial_gain``; silent-alignment App. E.1), with the
     irreducible loss of the best linear predictor added to the loss (0 for a linear teacher)."""
     c0, (beta, s) = _initial_gain(run), run.teacher
-    x, y = run.data.x_train, run.data.y_train[:, 0]
+    x, y = run.data.flat_train, run.data.y_train[:, 0]
     irreducible = 0.5 * float(np.mean((x @ (s * beta) - y) ** 2))
     try:
         value = deep_linear.half_loss_time(c0, s, run.spec.model.depth, irreducible)
@@ -69,8 +73,7 @@ def label_alignment(run: RunContext, traj: Trajectory, item) -> dict:
 def predictors(run: RunContext, traj: Trajectory, item) -> dict:
     """Kernel regression with the initial and the final NTK vs the network on test points
     (silent-alignment Sec. 2, Fig. 1b–c)."""
-    ridge = 0.0 if item.ridge is None else item.ridge
-    rcond = 1e-10 if item.rcond is None else item.rcond
+    ridge, rcond = item.options["ridge"], item.options["rcond"]
     return kernel_predictions(run.model0, traj.model, run.data.x_train, run.data.y_train, run.data.x_test,
                               ridge=ridge, rcond=rcond)
 
@@ -78,7 +81,7 @@ def predictors(run: RunContext, traj: Trajectory, item) -> dict:
 def input_spectrum(run: RunContext, traj: Trajectory, item) -> dict:
     """Nonzero eigenvalues (above 1e-10 λ_max) of XᵀX/P of the (whitened) training inputs,
     descending (silent-alignment Fig. 4a)."""
-    x = run.data.x_train
+    x = run.data.flat_train
     eigenvalues = np.linalg.svd(x, compute_uv=False) ** 2 / len(x)
     return {"input_spectrum": eigenvalues[eigenvalues > 1e-10 * eigenvalues[0]]}
 
@@ -113,7 +116,7 @@ def final_ntk(run: RunContext, traj: Trajectory, item) -> dict:
 def min_norm_error(run: RunContext, traj: Trajectory, item) -> dict:
     """|w − w_min| / |w_min| for the learned linear map w and the min-norm interpolant X(XᵀX)⁻¹y."""
     w = np.asarray(moving_network(traj.model).end_to_end_matrix(), np.float64)[0]
-    w_min = final_kernel.min_norm_interpolant(run.data.x_train, run.data.y_train[:, 0])
+    w_min = final_kernel.min_norm_interpolant(run.data.flat_train, run.data.y_train[:, 0])
     return {"min_norm_relerr": float(np.linalg.norm(w - w_min) / np.linalg.norm(w_min))}
 
 
@@ -121,7 +124,7 @@ def alignment_theory(run: RunContext, traj: Trajectory, item) -> dict:
     """Final kernel alignment of a depth-L linear net, A(X M∞ Xᵀ, y) (silent-alignment Fig. 1a, E.1b)."""
     beta, s = run.teacher
     m = final_kernel.final_ntk_matrix(beta, s, run.spec.model.depth)
-    return {"alignment_theory": final_kernel.kernel_alignment_of_matrix(m, run.data.x_train, run.data.y_train)}
+    return {"alignment_theory": final_kernel.kernel_alignment_of_matrix(m, run.data.flat_train, run.data.y_train)}
 
 
 def mode_strength_theory(run: RunContext, traj: Trajectory, item) -> dict:
@@ -129,12 +132,52 @@ def mode_strength_theory(run: RunContext, traj: Trajectory, item) -> dict:
     silent-alignment App. H); c₀ from ``two_layer.initial_mode_gains`` for two layers (the early
     phase solved per mode), |W_Lᵀu_k|^L for deeper nets (approximate: it ignores how long the inner
     layers take to align)."""
-    _, s, u = final_kernel.target_modes(run.data.x_train, run.data.y_train)
+    _, s, u = final_kernel.target_modes(run.data.flat_train, run.data.y_train)
     net = moving_network(run.model0)
     depth = run.spec.model.depth
     if depth == 2:
-        c0 = two_layer.initial_mode_gains(net, run.data.x_train, run.data.y_train)
+        c0 = two_layer.initial_mode_gains(net, run.data.flat_train, run.data.y_train)
     else:
         c0 = np.linalg.norm(np.asarray(net.weights[-1], np.float64).T @ u, axis=0) ** depth
     return {"mode_strength_theory": final_kernel.mode_strength_trajectories(traj.time, c0, s, depth).T,
             "mode_target": s}
+
+
+def rotation(run: RunContext, traj: Trajectory, item) -> dict:
+    """α_T(φ_i)/α_0(φ_i), i = 1…K, α_t(φ) = ‖J_tᵀφ‖² over train ∪ test (linearized-networks Fig. 7):
+    α_T from the final model's Jacobian (Lemma 1), α_0(φ_i) = λ_i of the label stage."""
+    values, vectors = run.label_eigenpairs(item.options["top_k"])
+    n = len(run.data.x_all)
+    cotangents = vectors.T.reshape(len(values), n, -1)
+    ratio = np.asarray(jacobian_alignments(traj.model, run.data.x_all, cotangents)) / values
+    return {"rotation": ratio, "rotation_peak": int(np.argmax(ratio)) + 1}
+
+
+def steps_to_threshold(run: RunContext, traj: Trajectory, item) -> dict:
+    return {"steps_to_threshold": first_crossing(traj.steps, traj.series["loss"], item.options["threshold"],
+                                                 downward=True)}
+
+
+def param_distance(run: RunContext, traj: Trajectory, item) -> dict:
+    """‖θ_T − θ_0‖₂ and 1 − cos(θ_T, θ_0) over the trainable parameters (a linearization's θ_0 is
+    its origin)."""
+    theta_final, _ = ravel_pytree(trainable(traj.model)[0])
+    theta_init, _ = ravel_pytree(trainable(run.model0)[0])
+    distance, cosine_distance = parameter_distances(theta_final, theta_init)
+    return {"param_distance": distance, "param_cosine_distance": cosine_distance}
+
+
+def nad_alignment(run: RunContext, traj: Trajectory, item) -> dict:
+    """σ_j² of the run's NAD v_j: the predicted alignment α(g_{v_j}) of Theorem 1."""
+    j = run.spec.data.directions.nad_index
+    return {"nad_alignment": float(run.stages["directions"]["sigma_sq"].values[j - 1])}
+
+
+def stein_check(run: RunContext, traj: Trajectory, item) -> dict:
+    """The NAD stage's Stein check of Theorem 1, one relative error per test vector."""
+    return {"stein_relerr": run.stages["directions"]["stein_relerr"].values}
+
+
+def nad_directions(run: RunContext, traj: Trajectory, item) -> dict:
+    """The first ``count`` NADs as (row, column, channel) images."""
+    return {"nad_directions": run.stages["directions"]["directions"].values[: item.options["count"]]}

@@ -12,6 +12,7 @@ from typing import Callable, Literal
 
 from ntkpipe.measure import checkpoint, final
 from ntkpipe.measure import requirements as req
+from ntkpipe.measure.options import Option
 from ntkpipe.spec.schema import RunSpec
 
 
@@ -26,6 +27,13 @@ class Variable:
 
 @dataclass(frozen=True)
 class Measurement:
+    """One measurement: when it is taken, what it stores, what it needs.
+
+    ``requires(run)`` says why a run cannot have it (None if it can); ``architectures`` lists the
+    model architectures it reads (None: any); ``options`` are its declared options, whose defaults
+    validation fills into every run's config; ``depends_on`` names measurements whose series it reads.
+    """
+
     name: str
     when: Literal["checkpoint", "final"]
     doc: str
@@ -33,9 +41,19 @@ class Measurement:
     compute: Callable
     requires: Callable[[RunSpec], str | None] = lambda run: None
     depends_on: tuple[str, ...] = ()
-    options: tuple[str, ...] = ()
-    theory: bool = False
-    """A theory overlay: computed for the runs that meet its assumptions, NaN for the others."""
+    options: tuple[Option, ...] = ()
+    architectures: tuple[str, ...] | None = None
+    where_applicable: bool = False
+    """Computed for the runs that meet its requirements, NaN for the others (theory overlays, and
+    measurements of one task in a study of several); otherwise every run must meet them."""
+
+    def unmet(self, run: RunSpec) -> str | None:
+        """Why ``run`` cannot have this measurement: its architecture, then its own requirements."""
+        arch = run.model.architecture
+        if self.architectures is not None and arch not in self.architectures:
+            return (f"reads {' / '.join(self.architectures)} weights; model.architecture is {arch!r} "
+                    f"(applies to: {', '.join(self.architectures)})")
+        return self.requires(run)
 
 
 def _series(name, label, *dims):
@@ -43,6 +61,7 @@ def _series(name, label, *dims):
 
 
 _PREDICTION_DIMS = ("test_point", "output")
+MLP_ONLY = ("mlp",)
 
 MEASUREMENTS = [
     Measurement("loss", "checkpoint", "training loss on the full training set",
@@ -60,29 +79,33 @@ MEASUREMENTS = [
                 (_series("alignment", "kernel alignment A(t)"),), checkpoint.gram_alignment),
     Measurement("first_layer_alignment", "checkpoint", "cos(W₁ᵀW₁, ββᵀ) with β the least-squares direction",
                 (_series("first_layer_alignment", "cos(W₁ᵀW₁, ββᵀ)"),), checkpoint.layer_one_alignment,
-                req.needs_scalar_output),
+                req.needs_scalar_output, architectures=MLP_ONLY),
     Measurement("readout_norm_sq", "checkpoint", "u² = |a|², the squared readout norm",
-                (_series("readout_norm_sq", "u² = |a|²"),), checkpoint.readout_norm_sq),
+                (_series("readout_norm_sq", "u² = |a|²"),), checkpoint.readout_norm_sq,
+                architectures=MLP_ONLY),
     Measurement("teacher_overlaps", "checkpoint", "q = ½(|a|² + βᵀWᵀWβ), r = aᵀWβ of a two-layer net",
-                (_series("q", "q(t)"), _series("r", "r(t)")), checkpoint.teacher_overlaps, req.two_layers),
+                (_series("q", "q(t)"), _series("r", "r(t)")), checkpoint.teacher_overlaps, req.two_layers,
+                architectures=MLP_ONLY),
     Measurement("mode_strength", "checkpoint", "strengths u_kᵀ Σ_fx v_k along the target's singular modes",
                 (_series("mode_strength", "mode strength m_k", "mode"),), checkpoint.mode_strength),
     Measurement("t_half", "final", "first time the loss reaches half its initial value",
                 (Variable("t_half", "t½"),), final.t_half, depends_on=("loss",)),
-    Measurement("t_align", "final", "first time cos(W₁ᵀW₁, ββᵀ) reaches the threshold (default ½)",
+    Measurement("t_align", "final", "first time cos(W₁ᵀW₁, ββᵀ) reaches the threshold",
                 (Variable("t_align", "t_align"),), final.t_align, depends_on=("first_layer_alignment",),
-                options=("threshold",)),
+                options=(Option("threshold", float, 0.5, "level of cos(W₁ᵀW₁, ββᵀ)", -1.0, 1.0),)),
     Measurement("alignment_after_half", "final", "fraction of the total variation of A(t) after t½",
                 (Variable("alignment_after_half", "share of alignment change after t½"),),
                 final.alignment_after_half, depends_on=("loss", "alignment")),
     Measurement("t_half_theory", "final",
                 "t½ from the deep-linear ODE ċ = L c^{2-2/L}(s − c), c₀ from the initial weights",
                 (Variable("t_half_theory", "t½ (theory)"),), final.t_half_theory, req.deep_linear_theory,
-                theory=True),
+                architectures=MLP_ONLY, where_applicable=True),
     Measurement("eigenvalue", "final", "eigenvalue λ_j of the label eigenvector",
-                (Variable("eigenvalue", "λ_j"),), final.label_eigenvalue, req.needs_eigen_labels),
+                (Variable("eigenvalue", "λ_j"),), final.label_eigenvalue, req.needs_eigen_labels,
+                where_applicable=True),
     Measurement("alignment_init", "final", "α(φ_j) = ‖Σ_x φ_j(x) ∇θ f(x)‖² at init, from the Jacobian",
-                (Variable("alignment_init", "α(φ_j)"),), final.label_alignment, req.needs_eigen_labels),
+                (Variable("alignment_init", "α(φ_j)"),), final.label_alignment, req.needs_eigen_labels,
+                where_applicable=True),
     Measurement("kernel_predictors", "final",
                 "kernel regression with the initial and final NTK vs the network on test points",
                 (Variable("prediction_network", "network prediction", _PREDICTION_DIMS),
@@ -96,7 +119,10 @@ MEASUREMENTS = [
                  Variable("kr_rank_init", "rank used, initial NTK"),
                  Variable("kr_ridge", "ridge (× mean diag K)"),
                  Variable("kr_rcond", "eigenvalue cutoff (× λ_max)")),
-                final.predictors, req.needs_test, options=("ridge", "rcond")),
+                final.predictors, req.needs_test,
+                options=(Option("ridge", float, 0.0, "ridge λ relative to the mean kernel diagonal", 0.0),
+                         Option("rcond", float, 1e-10, "eigenvalue cutoff relative to λ_max", 0.0, 1.0,
+                                open_low=True, open_high=True))),
     Measurement("input_spectrum", "final", "eigenvalues of XᵀX/P of the training inputs",
                 (Variable("input_spectrum", "eigenvalue of XᵀX/P", ("spectrum_index",)),), final.input_spectrum),
     Measurement("two_layer_theory", "final",
@@ -107,22 +133,58 @@ MEASUREMENTS = [
                  Variable("r_max_relerr", "max |r − r_theory| / max r_theory"),
                  Variable("readout_norm_sq_max_relerr", "max |u² − u²_theory| / max u²_theory")),
                 final.overlaps_theory, req.two_layer_linear_theory,
-                depends_on=("teacher_overlaps", "readout_norm_sq"), theory=True),
+                depends_on=("teacher_overlaps", "readout_norm_sq"), architectures=MLP_ONLY, where_applicable=True),
     Measurement("final_ntk", "final", "final NTK of a linear net vs K∞ (ratio along β vs ⊥β; theory L)",
                 (Variable("final_ntk_ratio", "λ_β / λ_⊥ of the final NTK"),
                  Variable("final_ntk_ratio_theory", "λ_β / λ_⊥ theory (= L)"),
                  Variable("final_ntk_relerr", "‖M − M∞‖ / ‖M∞‖")),
-                final.final_ntk, req.final_ntk_theory, theory=True),
+                final.final_ntk, req.final_ntk_theory, architectures=MLP_ONLY, where_applicable=True),
     Measurement("min_norm_error", "final", "distance of the learned linear map from the min-norm interpolant",
-                (Variable("min_norm_relerr", "|w − w_min| / |w_min|"),), final.min_norm_error, req.linear_network),
+                (Variable("min_norm_relerr", "|w − w_min| / |w_min|"),), final.min_norm_error, req.linear_network,
+                architectures=MLP_ONLY),
     Measurement("alignment_theory", "final", "final alignment A(X M∞ Xᵀ, y) of a depth-L linear net",
                 (Variable("alignment_theory", "final alignment (linear-net theory)"),), final.alignment_theory,
-                req.needs_scalar_output, theory=True),
+                req.needs_scalar_output, architectures=MLP_ONLY, where_applicable=True),
     Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories and targets s_k",
                 (_series("mode_strength_theory", "mode strength (theory)", "mode"),
                  Variable("mode_target", "target singular value s_k", ("mode",))),
                 final.mode_strength_theory, req.deep_linear_modes_theory, depends_on=("mode_strength",),
-                theory=True),
+                architectures=MLP_ONLY, where_applicable=True),
+    Measurement("energy_concentration", "checkpoint",
+                "‖Φ_Kᵀy‖/‖y‖: share of the targets on the top-K eigenvectors of the current Gram, on a fixed "
+                "training subset (linearized-networks Sec. 4.2, Table 1); NaN at checkpoints it skips",
+                (_series("energy_concentration", "energy concentration ‖Φ_Kᵀy‖/‖y‖"),), checkpoint.energy,
+                options=(Option("top_k", int, 50, "eigenvectors K", 1),
+                         Option("subset", int, 500, "training points in the Gram (the first n)", 2),
+                         Option("every", int, 0, "also at every k-th checkpoint (0: init and end only)", 0))),
+    Measurement("rotation", "final",
+                "α_T(φ_i)/α_0(φ_i) for the init eigenvectors i = 1…K, α_t(φ) = ‖J_tᵀφ‖² over train ∪ test "
+                "(linearized-networks Fig. 7), and the index where it peaks",
+                (Variable("rotation", "α_T(φ_i) / α_0(φ_i)", ("eigenfunction",)),
+                 Variable("rotation_peak", "argmax_i α_T(φ_i)/α_0(φ_i)")),
+                final.rotation, req.needs_eigen_labels, where_applicable=True,
+                options=(Option("top_k", int, 100, "eigenfunctions K (at most the stage's top_k)", 1),)),
+    Measurement("steps_to_threshold", "final", "first optimizer step at which the training loss reaches the "
+                "threshold, interpolated between checkpoints (linearized-networks Figs. 3, 13)",
+                (Variable("steps_to_threshold", "steps to training loss threshold"),), final.steps_to_threshold,
+                depends_on=("loss",), options=(Option("threshold", float, 0.01, "training-loss level", 0.0,
+                                                      open_low=True),)),
+    Measurement("param_distance", "final", "‖θ_T − θ_0‖₂ and 1 − cos(θ_T, θ_0) over the trainable parameters "
+                "(linearized-networks Fig. 14)",
+                (Variable("param_distance", "‖θ_T − θ_0‖₂"),
+                 Variable("param_cosine_distance", "1 − cos(θ_T, θ_0)")), final.param_distance),
+    Measurement("nad_alignment", "final", "predicted alignment σ_j² of the NAD v_j the data is built on "
+                "(linearized-networks Theorem 1, Fig. 4 right)",
+                (Variable("nad_alignment", "σ_j² (predicted alignment)"),), final.nad_alignment, req.needs_nad_data,
+                where_applicable=True),
+    Measurement("stein_check", "final", "Stein check of Theorem 1: relative error between the Monte-Carlo "
+                "‖E[(uᵀx)∇θf(x)]‖² and ‖E[∇²ₓθf(x)]u‖² for the top NADs and one random u",
+                (Variable("stein_relerr", "relative error of the Stein identity", ("stein_vector",)),),
+                final.stein_check, req.needs_nad_data, where_applicable=True),
+    Measurement("nad_directions", "final", "the first NADs as images (linearized-networks Fig. 10)",
+                (Variable("nad_directions", "NAD v_j", ("nad", "row", "column", "channel")),),
+                final.nad_directions, req.needs_image_nad_data, where_applicable=True,
+                options=(Option("count", int, 10, "how many NADs", 1),)),
 ]
 
 REGISTRY: dict[str, Measurement] = {m.name: m for m in MEASUREMENTS}

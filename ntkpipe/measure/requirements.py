@@ -81,3 +81,13 @@ def linear_network(run: RunSpec) -> str | None:
 def two_layers(run: RunSpec) -> str | None:
     return (_missing([(run.model.depth == 2, "model.depth 2"), (not run.model.bias, "model.bias false")])
             or needs_scalar_output(run))
+
+
+def needs_nad_data(run: RunSpec) -> str | None:
+    return None if run.data.source == "nad" else "needs data.source 'nad' (it reads the data's NAD stage)"
+
+
+def needs_image_nad_data(run: RunSpec) -> str | None:
+    if run.data.source != "nad" or len(run.data.shape) != 3:
+        return "needs data.source 'nad' with an image shape [rows, columns, channels]"
+    return None

@@ -1,12 +1,21 @@
-"""Instantiate the model a spec describes; the one place where a seed becomes initial weights."""
+"""Instantiate the model a spec describes; the one place where a seed becomes initial weights.
+
+:data:`ARCHITECTURES` maps ``model.architecture`` to the builder of its network; the spec of each
+is its member of ``ntkpipe.spec.schema.ModelSpec``.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
+import equinox as eqx
 import jax
 
+from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
 from ntkpipe.models.linearized import Linearized
 from ntkpipe.models.mlp import MLP
-from ntkpipe.spec.schema import ModelSpec
+from ntkpipe.spec.schema import CnnSpec, MlpSpec, ModelSpec
 
 
 def run_keys(seed: int) -> tuple[jax.Array, jax.Array]:
@@ -15,10 +24,32 @@ def run_keys(seed: int) -> tuple[jax.Array, jax.Array]:
     return jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
 
 
-def build_model(spec: ModelSpec, in_size: int, out_size: int, seed: int):
+def _common(spec) -> dict:
+    return dict(activation=spec.activation, parameterization=spec.parameterization, sigma=spec.sigma,
+                output_scale=spec.output_scale, bias=spec.bias)
+
+
+def build_mlp(spec: MlpSpec, input_shape: tuple[int, ...], out_size: int, key) -> MLP:
+    return MLP(math.prod(input_shape), spec.width, spec.depth, out_size, key=key, **_common(spec))
+
+
+def build_cnn(spec: CnnSpec, input_shape: tuple[int, ...], out_size: int, key) -> CNN:
+    if len(input_shape) != 3:
+        raise ValueError(f"model.architecture 'cnn' needs image inputs (H, W, channels), got shape {input_shape}")
+    if spec.preset == "lenet5":
+        conv, dense = LENET5
+    else:
+        conv = [ConvLayer(**layer.model_dump()) for layer in spec.conv]
+        dense = spec.dense or []
+    return CNN(tuple(input_shape), conv, dense, out_size, key=key, **_common(spec))
+
+
+ARCHITECTURES: dict[str, Callable[..., eqx.Module]] = {"mlp": build_mlp, "cnn": build_cnn}
+"""``model.architecture`` → builder ``(spec, input_shape, out_size, key) → network``."""
+
+
+def build_model(spec: ModelSpec, input_shape: tuple[int, ...], out_size: int, seed: int):
     """The network of ``spec`` at init (or its linearization for ``kind: linearized``)."""
     init_key, _ = run_keys(seed)
-    net = MLP(in_size, spec.width, spec.depth, out_size, activation=spec.activation,
-              parameterization=spec.parameterization, sigma=spec.sigma,
-              output_scale=spec.output_scale, bias=spec.bias, key=init_key)
+    net = ARCHITECTURES[spec.architecture](spec, tuple(input_shape), out_size, init_key)
     return Linearized(net) if spec.kind == "linearized" else net

@@ -3,6 +3,8 @@
     f_lin(x; θ) = f(x; θ₀) + ∇_θ f(x; θ₀) · (θ − θ₀)          (linearized-networks Eq. 1)
 
 computed with one ``jax.jvp``; its tangent kernel is the initial NTK of the network at every θ.
+``centered`` drops the first term, f̂(x; θ) = ∇_θ f(x; θ₀) · (θ − θ₀): the unbiased model the
+authors train around a pretrained θ₀ = θ_k (linearized-networks Sec. 4.3).
 Only ``params`` (θ) is trainable: use :func:`trainable` to split the module before differentiating.
 """
 
@@ -19,10 +21,12 @@ class Linearized(eqx.Module):
 
     params: eqx.Module
     origin: eqx.Module
+    centered: bool = eqx.field(static=True)
 
-    def __init__(self, model: eqx.Module):
+    def __init__(self, model: eqx.Module, *, centered: bool = False):
         self.params = model
         self.origin = model
+        self.centered = centered
 
     def __call__(self, x: Float[Array, " D"]) -> Float[Array, " C"]:
         origin_arrays, static = eqx.partition(self.origin, eqx.is_inexact_array)
@@ -35,7 +39,7 @@ class Linearized(eqx.Module):
             return eqx.combine(arrays, static)(x)
 
         f0, df = jax.jvp(f, (origin_arrays,), (delta,))
-        return f0 + df
+        return df if self.centered else f0 + df
 
 
 def trainable(model: eqx.Module) -> tuple[eqx.Module, eqx.Module]:

@@ -96,9 +96,10 @@ class MLP(eqx.Module):
     def layer_inputs_and_output(
         self, x: Float[Array, " D"], offsets: tuple[Array, ...] | None = None
     ) -> tuple[tuple[Array, ...], Float[Array, " C"]]:
-        """Return ``(h_0 … h_{L-1}), f(x)``; ``offsets[ℓ]`` is added to z_ℓ (for ∂f/∂z_ℓ)."""
+        """Return ``(h_0 … h_{L-1}), f(x)``; ``offsets[ℓ]`` is added to z_ℓ (for ∂f/∂z_ℓ).
+        An image input is flattened row-major: h_0 = vec(x)."""
         phi = ACTIVATIONS[self.activation]
-        h, inputs = x, []
+        h, inputs = x.reshape(-1), []
         for ell, (w, c) in enumerate(zip(self.weights, self.multipliers)):
             inputs.append(h)
             z = c * (w @ h)
@@ -109,7 +110,7 @@ class MLP(eqx.Module):
             h = phi(z) if ell < self.depth - 1 else z
         return tuple(inputs), self.output_scale * h
 
-    def __call__(self, x: Float[Array, " D"]) -> Float[Array, " C"]:
+    def __call__(self, x: Float[Array, " *shape"]) -> Float[Array, " C"]:
         return self.layer_inputs_and_output(x)[1]
 
     def end_to_end_matrix(self) -> Float[Array, "C D"]:

@@ -28,6 +28,7 @@ def _reduce(var: xr.DataArray, x: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def plot_sweep(ds: xr.Dataset, spec, title: str):
+    reference = select(ds, spec.reference) if spec.reference else None
     ds = select(ds, spec.where)
     ys = [spec.y] if isinstance(spec.y, str) else list(spec.y)
     hues = list(ds[spec.hue].values) if spec.hue else [None]
@@ -56,6 +57,10 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
             ax.plot(xv[ok], theory[ok], "--", color=darker(color), lw=1.6, zorder=3)
     if spec.theory:
         ax.plot([], [], "--", color="0.3", label=f"{variable_label(spec.theory)} (dashed)")
+    if reference is not None:
+        level = float(final_value(reference[ys[0]]).mean(skipna=True))
+        shown = ", ".join(f"{k}={v}" for k, v in spec.reference.items())
+        ax.axhline(level, color="black", ls="--", lw=1.3, label=f"{shown} ({level:.3g})")
     ax.set_xscale("log" if spec.logx else "linear")
     ax.set_yscale("log" if spec.logy else "linear")
     ax.set_xlabel(axis_label(spec.x))

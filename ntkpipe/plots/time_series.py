@@ -48,6 +48,7 @@ def _theory(ax, theory: xr.DataArray, color, logx: bool, how: str | None, refere
 
 
 def plot_time_series(ds: xr.Dataset, spec, title: str):
+    reference = select(ds, spec.reference) if spec.reference else None
     ds = select(ds, spec.where)
     cols = list(ds[spec.col].values) if spec.col else [None]
     hues = list(ds[spec.hue].values) if spec.hue else [None]
@@ -73,6 +74,12 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                         theory = sub[spec.theory[name]]
                         theory = theory.sel({spec.hue: h}) if spec.hue and spec.hue in theory.dims else theory
                         _theory(ax, theory, color, spec.logx, how, var)
+                if reference is not None:
+                    ref = reference[name].sel({spec.col: c}) if spec.col in reference[name].dims else reference[name]
+                    line = _mean_line(ref / _reference(ref, how) if how else ref)
+                    shown = ", ".join(f"{k}={v}" for k, v in spec.reference.items())
+                    _draw(ax, line["time"].values, line.values, spec.logx, color="black", ls="--", lw=1.5,
+                          label=shown)
             ax.set_xscale("log" if spec.logx else "linear")
             ax.set_yscale("log" if any(n in spec.logy for n in names) else "linear")
             ax.set_ylabel("normalized value" if spec.overlay else
@@ -87,7 +94,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
     if norm is not None:
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue), shrink=0.8)
-    if norm is None and (spec.hue or spec.overlay or spec.theory):
+    if norm is None and (spec.hue or spec.overlay or spec.theory or spec.reference):
         axes[0, -1].legend(fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=11)
     return fig

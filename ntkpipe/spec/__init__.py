@@ -1,5 +1,4 @@
-"""The study language: schema, loading with line-numbered errors, sweeps, identity, planning.
-
-Import the submodules directly (``ntkpipe.spec.load``, ``ntkpipe.spec.plan``); the package's public
-names are re-exported from :mod:`ntkpipe`.
+"""The study language, the bottom layer of ntkpipe: the schema, YAML reading with line numbers,
+sweep grammar and axes, and content identity. It imports nothing else of ntkpipe; validation
+against registries and planning live above it, in :mod:`ntkpipe.study`.
 """

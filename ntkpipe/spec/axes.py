@@ -1,42 +1,57 @@
-"""Sweep axes: each sweepable spec leaf under one unique short name (``sigma`` → ``model.sigma``)."""
+"""Sweep axes: each sweepable spec leaf under one unique short name (``sigma`` → ``model.sigma``).
+
+Sections may be unions (``model`` is one spec per architecture): an axis names the same key path
+in every member that has it, and a run whose architecture lacks the key is a validation error
+("unknown key") at the sweep value that set it.
+"""
 
 from __future__ import annotations
 
 import difflib
+import types
+import typing
 
 from pydantic import BaseModel
 
 from ntkpipe.spec.schema import DataSpec, ModelSpec, TrainSpec
 
-SWEEPABLE_SECTIONS: dict[str, type[BaseModel]] = {"data": DataSpec, "model": ModelSpec, "train": TrainSpec}
-NOT_SWEEPABLE = {("data", "classes"), ("data", "path"), ("data", "labels", "stage")}
+SWEEPABLE_SECTIONS = {"data": DataSpec, "model": ModelSpec, "train": TrainSpec}
+NOT_SWEEPABLE_FIELDS = {"classes", "path", "stage", "architecture", "shape", "groups", "conv", "dense"}
+"""Fields that select structure rather than a value (vary them with a ``cases`` axis)."""
 
 
-def _leaf_axes(model: type[BaseModel], prefix: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
-    found: dict[str, tuple[str, ...]] = {}
-    for name, field in model.model_fields.items():
-        path = prefix + (name,)
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            found.update(_leaf_axes(annotation, path))
-            continue
-        if path in NOT_SWEEPABLE:
-            continue
-        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        axis_name = extra.get("axis", name)
-        if axis_name in found:
-            raise TypeError(f"axis name {axis_name!r} is used by {found[axis_name]} and {path}")
-        found[axis_name] = path
-    return found
+def models_in(annotation) -> list[type[BaseModel]]:
+    """The pydantic models an annotation admits (through Annotated, unions and Optional)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return models_in(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in models_in(arg)]
+    return []
+
+
+def _leaf_axes(annotation, prefix: tuple[str, ...], found: dict[str, tuple[str, ...]]) -> None:
+    for model in models_in(annotation):
+        for name, field in model.model_fields.items():
+            path = prefix + (name,)
+            if models_in(field.annotation):
+                _leaf_axes(field.annotation, path, found)
+                continue
+            if name in NOT_SWEEPABLE_FIELDS:
+                continue
+            extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+            axis_name = extra.get("axis", name)
+            if found.get(axis_name, path) != path:
+                raise TypeError(f"axis name {axis_name!r} is used by {found[axis_name]} and {path}")
+            found[axis_name] = path
 
 
 def _build() -> dict[str, tuple[str, ...]]:
     axes: dict[str, tuple[str, ...]] = {"seed": ("seed",)}
-    for section, model in SWEEPABLE_SECTIONS.items():
-        for name, path in _leaf_axes(model, (section,)).items():
-            if name in axes:
-                raise TypeError(f"axis name {name!r} is used by {axes[name]} and {path}")
-            axes[name] = path
+    for section, annotation in SWEEPABLE_SECTIONS.items():
+        _leaf_axes(annotation, (section,), axes)
     return axes
 
 

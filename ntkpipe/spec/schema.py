@@ -8,9 +8,9 @@ study dataset uses the same names as its dimensions.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
 
 
 class Strict(BaseModel):
@@ -25,23 +25,45 @@ def axis(name: str, **kwargs) -> Any:
 
 
 class LabelsSpec(Strict):
-    """Targets. ``default``: the teacher y = s βᵀx for ``linear_teacher``, classes otherwise
-    (two classes → ±1, more → one-hot). ``eigenvector_sign``: y = sign φ_j(x) with φ_j the j-th
-    eigenvector (descending) of the init-NTK Gram that stage ``stage`` decomposes
-    (linearized-networks Sec. 3.1)."""
+    """Targets. ``default``: the teacher y = s βᵀx for ``linear_teacher``, ±1 for ``nad`` data,
+    classes otherwise (two classes → ±1, more → one-hot). ``eigenvector_sign``: y = sign φ_j(x)
+    with φ_j the j-th eigenvector (descending) of the init-NTK Gram that stage ``stage``
+    decomposes (linearized-networks Sec. 3.1). ``two_groups``: y = +1 for the classes of
+    ``groups[0]``, −1 for ``groups[1]`` (default 0–4 vs 5–9: "CIFAR2", linearized-networks Sec. 4.1)."""
 
-    kind: Literal["default", "eigenvector_sign"] = axis("label_kind", default="default")
+    kind: Literal["default", "eigenvector_sign", "two_groups"] = axis("label_kind", default="default")
     eigen_index: int | None = Field(None, ge=1)
     stage: str | None = None
+    groups: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     @model_validator(mode="after")
-    def _eigen_fields(self):
+    def _kind_fields(self):
         if self.kind == "eigenvector_sign" and (self.eigen_index is None or self.stage is None):
             raise ValueError("labels.kind 'eigenvector_sign' needs 'eigen_index' (j >= 1) and 'stage' "
                              "(the name of an 'eigendecomposition' stage)")
-        if self.kind == "default" and (self.eigen_index is not None or self.stage is not None):
+        if self.kind != "eigenvector_sign" and (self.eigen_index is not None or self.stage is not None):
             raise ValueError("'eigen_index' and 'stage' only apply to labels.kind 'eigenvector_sign'")
+        if self.groups is not None:
+            if self.kind != "two_groups":
+                raise ValueError("'groups' only applies to labels.kind 'two_groups'")
+            if set(self.groups[0]) & set(self.groups[1]) or not all(self.groups):
+                raise ValueError("'groups' needs two non-empty, disjoint lists of classes")
         return self
+
+    @property
+    def class_groups(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The (+1 classes, −1 classes) of ``two_groups`` labels."""
+        return self.groups or ((0, 1, 2, 3, 4), (5, 6, 7, 8, 9))
+
+
+class DirectionsSpec(Strict):
+    """Which neural anisotropy direction v_j of a ``nad`` stage the data is built along."""
+
+    stage: str
+    nad_index: int = Field(ge=1, description="j: the j-th NAD (descending singular value)")
+
+
+IMAGE_SOURCES = ("digits", "mnist", "cifar10")
 
 
 class DataSpec(Strict):
@@ -49,9 +71,14 @@ class DataSpec(Strict):
 
     ``gamma`` applies partial whitening X_γ = U S^γ Vᵀ with the SVD of the training inputs
     (silent-alignment Sec. 5): 0 = whitened (XᵀX/P = I on the span), 1 = only rescaled, null = raw.
+    Image sources keep their shape (n, H, W, channels): digits 8×8×1, MNIST 28×28×1, CIFAR-10
+    32×32×3 (``grayscale``: 32×32×1); ``image_size`` resizes them to S×S (bilinear).
+    ``nad``: linearly separable data along a NAD v_j (linearized-networks Sec. 3.2, App. C.1),
+    x = ε·y·v_j + w with w ~ N(0, σ²(I − v_j v_jᵀ)), y = ±1 balanced; ``half_margin`` uses ε/2 as
+    the authors' code does; ``shape`` is the input shape (that of the network's images).
     """
 
-    source: Literal["linear_teacher", "digits", "mnist", "cifar10"]
+    source: Literal["linear_teacher", "digits", "mnist", "cifar10", "nad"]
     n_train: int = Field(ge=1)
     n_test: int = Field(0, ge=0)
     dim: int | None = Field(None, ge=1, description="input dimension D (linear_teacher only)")
@@ -59,40 +86,120 @@ class DataSpec(Strict):
     classes: list[int] | None = Field(None, description="class labels to keep; null = all")
     gamma: float | None = Field(None, ge=0.0, le=1.0)
     path: str | None = Field(None, description="directory of local MNIST/CIFAR-10 files")
+    image_size: int | None = Field(None, ge=2, description="resize images to image_size × image_size")
+    grayscale: bool = Field(False, description="CIFAR-10 as one luminance channel")
+    shape: tuple[int, ...] | None = Field(None, min_length=1, description="input shape of nad data")
+    directions: DirectionsSpec | None = None
+    margin: float = Field(1.0, gt=0, description="ε of nad data")
+    noise: float = Field(1.0, gt=0, description="σ of nad data")
+    half_margin: bool = True
     seed: int = axis("data_seed", default=0, ge=0)
     labels: LabelsSpec = LabelsSpec()
 
     @model_validator(mode="after")
     def _source_fields(self):
-        if self.source == "linear_teacher":
-            if self.dim is None:
-                raise ValueError("source 'linear_teacher' needs 'dim' (the input dimension D)")
-            if self.classes is not None:
-                raise ValueError("'classes' does not apply to source 'linear_teacher'")
-        else:
-            if self.dim is not None:
-                raise ValueError(f"'dim' only applies to source 'linear_teacher'; {self.source} fixes D")
-            if self.classes is not None and len(set(self.classes)) < 2:
-                raise ValueError("'classes' needs at least two distinct classes")
-        if self.path is not None and self.source not in ("mnist", "cifar10"):
-            raise ValueError("'path' only applies to sources 'mnist' and 'cifar10'")
+        images = self.source in IMAGE_SOURCES
+        only = {"dim": self.source == "linear_teacher", "shape": self.source == "nad",
+                "directions": self.source == "nad", "image_size": images, "classes": images,
+                "path": self.source in ("mnist", "cifar10"), "grayscale": self.source == "cifar10"}
+        for key, allowed in only.items():
+            if not allowed and getattr(self, key) not in (None, False):
+                raise ValueError(f"'{key}' does not apply to source {self.source!r}")
+        if self.source == "linear_teacher" and self.dim is None:
+            raise ValueError("source 'linear_teacher' needs 'dim' (the input dimension D)")
+        if self.source == "nad" and (self.shape is None or self.directions is None):
+            raise ValueError("source 'nad' needs 'shape' (the input shape, e.g. [8, 8, 1]) and 'directions' "
+                             "({stage: <a nad stage>, nad_index: j})")
+        if self.classes is not None and len(set(self.classes)) < 2:
+            raise ValueError("'classes' needs at least two distinct classes")
+        if self.labels.kind == "two_groups" and not images:
+            raise ValueError("labels.kind 'two_groups' needs an image source (digits, mnist, cifar10)")
+        if self.source == "nad" and self.labels.kind != "default":
+            raise ValueError("nad data carry their own ±1 labels; leave 'labels' at its default")
         return self
 
 
-class ModelSpec(Strict):
-    """A fully connected network (see :class:`ntkpipe.models.MLP`). ``depth`` counts weight layers:
-    "2 × 100" (two hidden layers of 100) is depth 3, width 100. ``kind: linearized`` trains
-    f(θ₀) + ∇f(θ₀)·(θ − θ₀) instead of the network."""
+class OriginSpec(Strict):
+    """Linearize around a pretrained network: θ_k, the network of stage ``stage`` after ``epochs``
+    epochs of its training (linearized-networks Sec. 4.3, Figs. 8–9). ``epochs: 0`` is θ₀."""
 
-    architecture: Literal["mlp"] = "mlp"
+    stage: str
+    epochs: int = axis("pretrain_epochs", ge=0)
+
+
+class ModelBase(Strict):
+    """Fields every architecture has. ``kind: linearized`` trains f(θ₀) + ∇f(θ₀)·(θ − θ₀) instead
+    of the network; with an ``origin`` it trains the unbiased (θ − θ_k)ᵀ∇f_{θ_k}(x) instead."""
+
     kind: Literal["network", "linearized"] = axis("model_kind", default="network")
-    depth: int = Field(ge=1)
-    width: int = Field(ge=1)
     activation: Literal["linear", "relu", "tanh", "gelu"] = "relu"
     parameterization: Literal["standard", "ntk"] = "standard"
     sigma: float = Field(1.0, gt=0)
     output_scale: float = Field(1.0, gt=0)
     bias: bool = False
+    origin: OriginSpec | None = None
+
+    @model_validator(mode="after")
+    def _origin_only_linearized(self):
+        if self.origin is not None and self.kind != "linearized":
+            raise ValueError("'origin' only applies to model.kind 'linearized'")
+        return self
+
+
+class MlpSpec(ModelBase):
+    """A fully connected network (see :class:`ntkpipe.models.MLP`). ``depth`` counts weight layers:
+    "2 × 100" (two hidden layers of 100) is depth 3, width 100. Image inputs are flattened."""
+
+    architecture: Literal["mlp"] = "mlp"
+    depth: int = Field(ge=1)
+    width: int = Field(ge=1)
+
+
+class ConvLayerSpec(Strict):
+    """conv (``channels`` filters of ``kernel_size``², ``stride``, ``padding``) → activation →
+    optional ``pool`` (avg | max, window = stride = ``pool_size``)."""
+
+    channels: int = Field(ge=1)
+    kernel_size: int = Field(ge=1)
+    stride: int = Field(1, ge=1)
+    padding: Literal["SAME", "VALID"] = "SAME"
+    pool: Literal["avg", "max"] | None = None
+    pool_size: int = Field(2, ge=1)
+
+
+class CnnSpec(ModelBase):
+    """A convolutional network (see :class:`ntkpipe.models.CNN`): ``conv`` layers, then ``dense``
+    hidden widths, then the readout. ``preset: lenet5`` is LeNet-5 as the linearized-networks
+    authors define it (conv 6@5×5 SAME, avg-pool 2, conv 16@5×5 SAME, avg-pool 2, dense 120, 84)."""
+
+    architecture: Literal["cnn"]
+    preset: Literal["lenet5"] | None = None
+    conv: list[ConvLayerSpec] | None = None
+    dense: list[int] | None = None
+
+    @model_validator(mode="after")
+    def _preset_or_layers(self):
+        if (self.preset is None) == (self.conv is None):
+            raise ValueError("give either 'preset' (lenet5) or 'conv' (a list of conv layers), not both")
+        if self.preset is not None and self.dense is not None:
+            raise ValueError("'dense' is fixed by the preset; give 'conv' and 'dense' for a custom net")
+        return self
+
+
+def _architecture(value) -> str:
+    """The union tag of a model section; ``mlp`` when ``architecture`` is not given."""
+    return value.get("architecture", "mlp") if isinstance(value, dict) else getattr(value, "architecture", "mlp")
+
+
+ARCHITECTURE_SPECS: dict[str, type[ModelBase]] = {"mlp": MlpSpec, "cnn": CnnSpec}
+"""The architectures a study may name; each has a builder in :data:`ntkpipe.models.ARCHITECTURES`."""
+
+ModelSpec = Annotated[
+    Union[tuple(Annotated[spec, Tag(name)] for name, spec in ARCHITECTURE_SPECS.items())],
+    Discriminator(_architecture),
+]
+MODEL_SPEC = TypeAdapter(ModelSpec)
+"""Validates a model section: ``MODEL_SPEC.validate_python({"architecture": "cnn", ...})``."""
 
 
 class OptimizerSpec(Strict):
@@ -144,52 +251,87 @@ class TrainSpec(Strict):
         return self
 
 
-class StageSpec(Strict):
-    """A computation whose output other parts of the study read (a DAG node of its own).
+class NtkGramStage(Strict):
+    """The NTK Gram of each run's model at init over train ∪ test (shared by runs whose data,
+    model and seed agree)."""
 
-    ``ntk_gram``: the NTK Gram of each run's model at init over train ∪ test (shared by runs whose
-    data, model and seed agree). ``eigendecomposition``: eigenpairs of the Gram of stage ``input``."""
+    compute: Literal["ntk_gram"]
 
-    compute: Literal["ntk_gram", "eigendecomposition"]
-    input: str | None = None
+
+class EigendecompositionStage(Strict):
+    """Top eigenpairs of the Gram of stage ``input``; provides eigenvector-sign labels."""
+
+    compute: Literal["eigendecomposition"]
+    input: str
     top_k: int | None = Field(None, ge=1, description="eigenpairs kept; null = all")
 
-    @model_validator(mode="after")
-    def _inputs(self):
-        if self.compute == "eigendecomposition" and self.input is None:
-            raise ValueError("an 'eigendecomposition' stage needs 'input': the name of an 'ntk_gram' stage")
-        if self.compute == "ntk_gram" and (self.input is not None or self.top_k is not None):
-            raise ValueError("an 'ntk_gram' stage takes no 'input' or 'top_k'")
-        return self
+
+class NadStage(Strict):
+    """Neural anisotropy directions of each run's network at init: right singular vectors of the
+    mixed derivative ∇²ₓθ f(x) at x = 0 (``at: origin``, the authors' code) or averaged over
+    x ~ N(0, I) with ``samples`` draws (Theorem 1); provides directions to ``nad`` data. The
+    Stein check of Theorem 1 uses ``stein_samples`` Monte-Carlo draws on the top ``stein_vectors``
+    NADs and one random direction."""
+
+    compute: Literal["nad"]
+    at: Literal["origin", "gaussian"] = "origin"
+    samples: int = Field(256, ge=1)
+    stein_samples: int = Field(4096, ge=16)
+    stein_vectors: int = Field(3, ge=1)
 
 
-class MeasureItem(Strict):
-    """One measurement with its options (each applies to one measurement, see
-    ``ntkpipe.measure.REGISTRY``): ``threshold`` of t_align; ``ridge`` (relative to the mean kernel
-    diagonal) and ``rcond`` (eigenvalue cutoff relative to λ_max) of kernel_predictors."""
+class PretrainStage(Strict):
+    """The run's network trained as the run itself would be (same data, labels and training),
+    stored at every epoch a run asks for as its linearization ``origin``."""
+
+    compute: Literal["pretrain"]
+
+
+StageSpec = Annotated[NtkGramStage | EigendecompositionStage | NadStage | PretrainStage,
+                      Field(discriminator="compute")]
+
+
+class MeasureItem(BaseModel):
+    """One measurement with its options: ``{name: t_align, threshold: 0.3}``. Each measurement
+    declares its options (name, type, default, range) in ``ntkpipe.measure.REGISTRY``; validation
+    checks them there and fills in the defaults, so a run's config holds every option's value."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     name: str
-    threshold: float | None = None
-    ridge: float | None = Field(None, ge=0.0)
-    rcond: float | None = Field(None, gt=0.0, lt=1.0)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 class SummarySpec(Strict):
-    """A study-level fit stored in the study dataset: ``power_law`` fits log y = a + b log x,
-    ``log_law`` fits y = a + b ln x, separately for each value of ``by`` (seeds pooled)."""
+    """A study-level summary stored in the study dataset: ``power_law`` fits log y = a + b log x,
+    ``log_law`` fits y = a + b ln x, separately for each value of ``by`` (seeds pooled);
+    ``endpoints`` tabulates a series at init and at its last finite time over a dimension
+    ``checkpoint`` = [init, end] (e.g. linearized-networks Table 1)."""
 
     name: str
-    kind: Literal["power_law", "log_law"]
-    x: str
+    kind: Literal["power_law", "log_law", "endpoints"]
+    x: str | None = None
     y: str
     by: str | None = None
+
+    @model_validator(mode="after")
+    def _fit_fields(self):
+        if self.kind == "endpoints" and (self.x is not None or self.by is not None):
+            raise ValueError("an 'endpoints' summary takes only 'y' (a series)")
+        if self.kind != "endpoints" and self.x is None:
+            raise ValueError(f"a {self.kind!r} fit needs 'x' (a sweep axis)")
+        return self
 
 
 class SweepFigure(Strict):
     """y against x — a sweep axis or a dimension of y (e.g. ``spectrum_index``) — one colour per
     value of ``hue`` (mean ± sd over the remaining dimensions, dots for single runs); several y
     variables share the colours and differ in line style; ``theory`` is drawn dashed; ``fit`` puts
-    the fitted exponent of each line in the legend. Series are taken at their last time."""
+    the fitted exponent of each line in the legend. Series are taken at their last time.
+    ``reference`` selects other runs (sweep axis: value) whose mean is drawn as a dashed line."""
 
     name: str
     kind: Literal["sweep"]
@@ -201,6 +343,7 @@ class SweepFigure(Strict):
     logx: bool = False
     logy: bool = False
     where: dict[str, Any] = {}
+    reference: dict[str, Any] = {}
     title: str | None = None
     ylabel: str | None = None
 
@@ -210,7 +353,8 @@ class TimeSeriesFigure(Strict):
     per value of ``col``, one line per value of ``hue`` (a sweep axis or a dimension such as
     ``mode``), averaged over the remaining dimensions. ``normalize`` divides a variable by its
     ``initial`` or ``final`` value; ``theory`` maps a variable to its theory (series or scalar),
-    drawn dashed."""
+    drawn dashed; ``reference`` selects other runs (e.g. the network a model is compared with),
+    drawn dashed in black."""
 
     name: str
     kind: Literal["time_series"]
@@ -223,6 +367,7 @@ class TimeSeriesFigure(Strict):
     logx: bool = True
     logy: list[str] = []
     where: dict[str, Any] = {}
+    reference: dict[str, Any] = {}
     title: str | None = None
 
 
@@ -241,7 +386,23 @@ class ScatterFigure(Strict):
     xlabel: str | None = None
 
 
-FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure, Field(discriminator="kind")]
+class ImagesFigure(Strict):
+    """Images stored in a variable with dims (item, row, column, channel), e.g. ``nad_directions``:
+    the first ``count`` items in a row for each value of ``rows`` (one run per value, after
+    ``where``); with ``fourier`` each is followed by the magnitude of its centred 2-D Fourier
+    transform (linearized-networks Fig. 10)."""
+
+    name: str
+    kind: Literal["images"]
+    variable: str
+    rows: str | None = None
+    count: int = Field(10, ge=1)
+    fourier: bool = True
+    where: dict[str, Any] = {}
+    title: str | None = None
+
+
+FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure, Field(discriminator="kind")]
 
 
 class StudySpec(Strict):

@@ -4,7 +4,9 @@ A sweep node is a mapping whose entries are combined as a Cartesian product:
 
     axis: values            an axis (see ``axes.AXES``) and its values
     zip: {a: [...], b: [...]}   axes varied together (equal lengths)
-    union: [node, node]     the concatenation of sub-grids (e.g. σ ranges per depth)
+    union: [node, node]     the concatenation of sub-grids (e.g. σ ranges per depth); a sub-grid may
+                            leave out an axis the others set (e.g. a task without an eigenfunction
+                            index): its runs sit at that axis' coordinate 0 (numbers) or "none"
     product: [node, node]   an explicit product of sub-nodes
     cases: {name: {label: overrides}}   a new axis ``name`` whose values are labels, each a set of
                             spec overrides merged into the run (e.g. two datasets that differ in
@@ -164,22 +166,34 @@ def _cases(value, key_path: tuple) -> dict[str, dict[str, dict]]:
     return value
 
 
-def case_overrides(node, key_path: tuple = ()) -> dict[str, tuple[tuple, dict[str, dict]]]:
-    """Every case axis in a sweep: name → (key path of its definition, {label: overrides})."""
-    found: dict = {}
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "cases" and isinstance(value, dict):
-                for name, labels in value.items():
-                    if name in found and found[name][1] != labels:
-                        raise SweepError(f"case axis {name!r} is defined twice with different cases",
-                                         key_path + (key, name))
-                    found[name] = (key_path + (key, name), labels)
-            else:
-                found.update(case_overrides(value, key_path + (key,)))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            found.update(case_overrides(value, key_path + (i,)))
+def case_overrides(node, key_path: tuple = ()) -> dict[str, dict[str, tuple[tuple, dict]]]:
+    """Every case axis in a sweep: name → {label: (key path of its definition, overrides)}.
+
+    Sub-grids of a union may each list some labels of one case axis (e.g. ``optimizer_case: sgd``
+    in one, ``adam`` in another); a label defined twice must have the same overrides.
+    """
+    found: dict[str, dict[str, tuple[tuple, dict]]] = {}
+
+    def add(name: str, label: str, path: tuple, overrides: dict) -> None:
+        known = found.setdefault(name, {})
+        if label in known and known[label][1] != overrides:
+            raise SweepError(f"case {name}={label!r} is defined twice with different overrides", path)
+        known.setdefault(label, (path, overrides))
+
+    def visit(sub, path: tuple) -> None:
+        if isinstance(sub, dict):
+            for key, value in sub.items():
+                if key == "cases" and isinstance(value, dict):
+                    for name, labels in value.items():
+                        for label, overrides in (labels.items() if isinstance(labels, dict) else ()):
+                            add(name, label, path + (key, name, label), overrides)
+                else:
+                    visit(value, path + (key,))
+        elif isinstance(sub, list):
+            for i, value in enumerate(sub):
+                visit(value, path + (i,))
+
+    visit(node, key_path)
     return found
 
 
@@ -191,8 +205,27 @@ def check_unique(points: list[Point]) -> None:
         if key in seen:
             raise SweepError(f"the sweep lists the point {p} twice (points {seen[key]} and {i})")
         seen[key] = i
-    axes = [set(p) for p in points]
-    if axes and any(a != axes[0] for a in axes):
-        missing = sorted(set().union(*axes) - set.intersection(*axes))
-        raise SweepError(f"every point of a union must set the same axes; {missing} are set only in some "
-                         "(give them in each sub-grid, or outside the union)")
+
+
+NOT_SET = {True: 0, False: "none"}
+"""Coordinate of a point that does not set an axis: 0 on a numeric axis, "none" on a label axis."""
+
+
+def fill_unset_axes(points: list[Point]) -> list[Point]:
+    """Points with every axis of the sweep, those a union sub-grid leaves out at :data:`NOT_SET`."""
+    axes = list(dict.fromkeys(k for p in points for k in p))
+    filled = [dict(p) for p in points]
+    for a in axes:
+        given = [p[a] for p in points if a in p]
+        if len(given) == len(points):
+            continue
+        fill = NOT_SET[all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in given)]
+        for p in filled:
+            p.setdefault(a, fill)
+    filled = [{a: p[a] for a in axes} for p in filled]
+    try:
+        check_unique(filled)
+    except SweepError as err:
+        raise SweepError(f"{err}: a union sub-grid that leaves an axis out sits at its coordinate 0 or "
+                         "'none'; give that axis in every sub-grid, or tell the sub-grids apart by a case axis") from None
+    return filled

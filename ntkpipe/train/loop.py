@@ -96,11 +96,13 @@ def _advance(diff, static, opt_state, step0, n_steps, lr, total, key, x, y, *,
 
 
 def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
-          measure: Callable[[eqx.Module], dict], label: str = "train") -> Trajectory:
-    """Train ``model`` per ``spec``, calling ``measure(model)`` at every checkpoint.
+          measure: Callable[[eqx.Module, int, bool], dict], label: str = "train") -> Trajectory:
+    """Train ``model`` per ``spec``, calling ``measure(model, index, last)`` at every checkpoint
+    (``index`` counts checkpoints from 0; ``last`` marks the final one).
 
-    ``measure`` returns a dict of floats or arrays (a non-finite value marks the run diverged);
-    each is stacked over checkpoints into a series, NaN after a divergence.
+    ``measure`` returns a dict of floats or arrays (a non-finite ``loss`` marks the run diverged;
+    other values may be NaN where a measurement skips a checkpoint); each is stacked over
+    checkpoints into a series, NaN after a divergence.
     """
     dtype = jnp.dtype(spec.dtype)
     x = jnp.asarray(x_train, dtype)
@@ -110,6 +112,7 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
     model = jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, model)
     total = total_steps(spec, x.shape[0])
     ckpts = checkpoint_steps(spec.checkpoints, total)
+    last = len(ckpts) - 1
     direction = update_direction(spec.optimizer)
     diff, static = trainable(model)
     opt_state = direction.init(diff)
@@ -120,7 +123,7 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
     seconds = {"train": 0.0, "measure": 0.0}
     progress = Progress(label, total)
     done = 0
-    for target in ckpts:
+    for index, target in enumerate(ckpts):
         if target > done:
             tic = time.perf_counter()
             diff, opt_state, finite = _advance(
@@ -133,10 +136,10 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
                 diverged = True
                 break
         tic = time.perf_counter()
-        record = measure(eqx.combine(diff, static))
+        record = measure(eqx.combine(diff, static), index, index == last)
         seconds["measure"] += time.perf_counter() - tic
         records.append(record)
-        if not all(np.all(np.isfinite(v)) for v in record.values()):
+        if "loss" in record and not np.isfinite(record["loss"]):
             diverged = True
             break
         progress.update(done, loss=record.get("loss"))

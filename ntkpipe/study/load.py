@@ -16,10 +16,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ntkpipe.errors import SpecError
-from ntkpipe.spec import checks
+from ntkpipe.study import checks
 from ntkpipe.spec.axes import AXES, suggest
 from ntkpipe.spec.schema import RunSpec, StudySpec
-from ntkpipe.spec.sweep import SweepError, case_overrides, check_unique, expand
+from ntkpipe.spec.sweep import SweepError, case_overrides, check_unique, expand, fill_unset_axes
 from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
 
 DEFAULT_VARIANT = "default"
@@ -89,11 +89,15 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT) -> Study:
         raise SpecError(str(path), _by_line(problems)) from None
 
     runs, valid_points = _resolve_runs(merged, spec, points, cases, where, problems)
+    try:
+        valid_points = fill_unset_axes(valid_points)
+    except SweepError as err:
+        problems.append(f"{where(('sweep',))}: {err}")
     if points:  # with a broken sweep, axis references cannot be checked
         problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points)]
     if problems:
         raise SpecError(str(path), _by_line(problems))
-    return Study(path.stem, variant, path, spec, points, runs)
+    return Study(path.stem, variant, path, spec, valid_points, runs)
 
 
 def _by_line(problems: list[str]) -> list[str]:
@@ -113,6 +117,16 @@ def deep_merge(base: dict, override: dict) -> dict:
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def merge_overrides(base: dict, override: dict) -> dict:
+    """``deep_merge`` for spec overrides (variants, cases), except that an override that names
+    another ``model.architecture`` replaces the whole model section (fields differ between them)."""
+    model = override.get("model")
+    if isinstance(model, dict) and isinstance(base.get("model"), dict):
+        if "architecture" in model and model["architecture"] != base["model"].get("architecture", "mlp"):
+            return {**deep_merge(base, {k: v for k, v in override.items() if k != "model"}), "model": copy.deepcopy(model)}
+    return deep_merge(base, override)
 
 
 def _merge_variant(raw: dict, lines: dict[KeyPath, int], variant: str, problems: list[str]):
@@ -138,7 +152,7 @@ def _merge_variant(raw: dict, lines: dict[KeyPath, int], variant: str, problems:
             override = variants[variant]
             if "sweep" in override:  # a sweep is replaced whole: merging grids would keep base cases
                 merged.pop("sweep", None)
-            merged = deep_merge(merged, override)
+            merged = merge_overrides(merged, override)
             override_prefix = ("variants", variant)
 
     def where(key_path: KeyPath) -> str:
@@ -192,6 +206,12 @@ def _step(annotation: Any, elem: Any) -> Any:
     if origin in (dict,) and isinstance(elem, str):
         return typing.get_args(annotation)[1]
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    for arg in args:  # tagged members (Annotated[Model, Tag(name)]): the tag is a location element
+        if typing.get_origin(arg) is typing.Annotated:
+            model, *metadata = typing.get_args(arg)
+            if any(getattr(m, "tag", None) == elem for m in metadata):
+                return model
+    args = [typing.get_args(a)[0] if typing.get_origin(a) is typing.Annotated else a for a in args]
     for arg in args:  # unions: a discriminator tag names one member, else take the model member
         if isinstance(arg, type) and issubclass(arg, BaseModel):
             kind = arg.model_fields.get("kind")
@@ -229,13 +249,13 @@ def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], cases: dict
     axis values set; an invalid value is reported where the sweep sets it."""
     base = {"seed": merged.get("seed", 0), "data": merged["data"], "model": merged["model"],
             "train": merged["train"]}
-    measure = checks.measure_items(spec)
+    measure = checks.resolved_measure(spec)
     runs, valid_points = [], []
     for point in points:
         config = copy.deepcopy(base)
         for axis_name, label in point.items():
             if axis_name in cases:
-                config = deep_merge(config, cases[axis_name][1][label])
+                config = merge_overrides(config, cases[axis_name][label][1])
         for axis_name, value in point.items():
             if axis_name in AXES:
                 node = config
@@ -253,16 +273,16 @@ def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], cases: dict
 
 def _sweep_problem(error: dict, point: dict, config: dict, cases: dict, merged: dict, where) -> str:
     """Locate a run's validation error at the sweep key or case override that caused it."""
-    loc = tuple(error["loc"])
+    loc = _data_path(tuple(error["loc"]), config)  # without union tags
     message = error["msg"].removeprefix("Value error, ")
     for axis_name, value in point.items():
         if axis_name in AXES and AXES[axis_name] == loc[: len(AXES[axis_name])]:
             return f"{where(_sweep_key_path(merged.get('sweep'), axis_name))}: sweep value {axis_name}={value!r}: {message}"
         if axis_name in cases:
-            override = cases[axis_name][1][value]
+            defined_at, override = cases[axis_name][value]
             inside = _data_path(loc, override)
             if inside:
-                return f"{where(cases[axis_name][0] + (value,) + inside)}: case {axis_name}={value!r}: {message}"
+                return f"{where(defined_at + inside)}: case {axis_name}={value!r}: {message}"
     return f"{where(_data_path(loc, config))}: with sweep point {point}: {message}"
 
 

@@ -16,25 +16,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ntkpipe.data.dataset import output_count
 from ntkpipe.spec.identity import canonical, content_id
-from ntkpipe.spec.load import DEFAULT_VARIANT, Study
 from ntkpipe.spec.schema import RunSpec
-
-
-@dataclass(frozen=True)
-class StageJob:
-    id: str
-    compute: str
-    config: dict
-    path: Path
-    input_path: Path | None = None
+from ntkpipe.stages import REFERENCES, STAGES, StageJob
+from ntkpipe.study.load import DEFAULT_VARIANT, Study
 
 
 @dataclass(frozen=True)
 class RunJob:
+    """A training run: ``stage_paths`` maps what each stage provides to the store it reads."""
+
     id: str
     spec: RunSpec
     config: dict
@@ -76,36 +68,39 @@ def plan_study(study: Study, results: str | Path = "results") -> StudyPlan:
     for run in study.runs:
         config = run.model_dump(mode="json")
         stage_paths: dict[str, Path] = {}
-        if run.data.labels.kind == "eigenvector_sign":
-            eigen = _eigen_stage(study, run, results, stages)
-            config["data"]["labels"]["stage"] = eigen.id
-            stage_paths["labels"] = eigen.path
+        for provides, section in REFERENCES.items():  # data stages first: later stages read the data
+            node = _get(config, section)
+            if node is None:
+                continue
+            data_inputs = {p: path for p, path in stage_paths.items() if p != "origin"}
+            job = _plan_stage(study, node["stage"], run, config, data_inputs, results, stages)
+            node["stage"] = job.id
+            stage_paths[provides] = job.path
         run_id = content_id(config)
         runs.append(RunJob(run_id, run, canonical(config), results / "runs" / f"{run_id}.zarr", stage_paths))
     figures = {f.name: results / tag / "figures" / f"{f.name}.png" for f in study.spec.figures}
     return StudyPlan(study, tag, runs, stages, results / tag / f"{tag}.zarr", figures)
 
 
-def _stage(compute: str, config: dict[str, Any], results: Path, stages: dict, input_path=None) -> StageJob:
-    config = canonical({"compute": compute, **config})
+def _get(config: dict, section: tuple[str, ...]) -> dict | None:
+    node = config
+    for key in section:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) and node.get("stage") else None
+
+
+def _plan_stage(study: Study, name: str, run: RunSpec, run_config: dict, data_inputs: dict[str, Path],
+                results: Path, stages: dict[str, StageJob]) -> StageJob:
+    """The job of stage ``name`` for ``run`` (and, recursively, of the stages it reads)."""
+    spec = study.spec.stages[name]
+    kind = STAGES[spec.compute]
+    upstream = {role: _plan_stage(study, other, run, run_config, data_inputs, results, stages)
+                for role, (other, _) in kind.upstream(spec).items()}
+    config = canonical({"compute": spec.compute,
+                        **kind.config(spec, run, run_config, {role: job.id for role, job in upstream.items()})})
+    inputs = {role: job.path for role, job in upstream.items()}
+    if kind.reads_run_data:
+        inputs.update(data_inputs)
     stage_id = content_id(config)
-    job = StageJob(stage_id, compute, config, results / "stages" / compute / f"{stage_id}.zarr", input_path)
-    stages.setdefault(stage_id, job)
-    return job
-
-
-def _eigen_stage(study: Study, run: RunSpec, results: Path, stages: dict) -> StageJob:
-    """The eigendecomposition stage of ``run``'s labels and the NTK Gram stage it reads.
-
-    The Gram is of the run's network at init (same data, architecture, init and seed); it does not
-    depend on the labels or on ``model.kind`` (a linearization has its origin's init NTK).
-    """
-    eigen_spec = study.spec.stages[run.data.labels.stage]
-    data = run.data.model_dump(mode="json")
-    data.pop("labels")
-    model = run.model.model_dump(mode="json")
-    model.pop("kind")
-    gram = _stage("ntk_gram", {"seed": run.seed, "data": data, "model": model,
-                               "outputs": output_count(run.data)}, results, stages)
-    return _stage("eigendecomposition", {"input": gram.id, "top_k": eigen_spec.top_k}, results, stages,
-                  input_path=gram.path)
+    job = StageJob(stage_id, spec.compute, config, results / "stages" / spec.compute / f"{stage_id}.zarr", inputs)
+    return stages.setdefault(stage_id, job)

@@ -1,6 +1,6 @@
 """Cross-key checks of a study that the schema alone cannot express.
 
-Each check returns ``(key path, message)`` pairs; :func:`ntkpipe.spec.load.load_study` adds lines.
+Each check returns ``(key path, message)`` pairs; :func:`ntkpipe.study.load.load_study` adds lines.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from ntkpipe.data.file_checks import data_file_problems
 from ntkpipe.measure.registry import ALWAYS_RECORDED, REGISTRY, Variable
 from ntkpipe.spec.axes import suggest
 from ntkpipe.spec.schema import MeasureItem, RunSpec, StudySpec
+from ntkpipe.stages import REFERENCES, STAGES
 
 Problem = tuple[tuple, str]
 SKIP_CHECKSUMS = "NTKPIPE_SKIP_CHECKSUMS"
@@ -20,6 +21,17 @@ SKIP_CHECKSUMS = "NTKPIPE_SKIP_CHECKSUMS"
 def measure_items(spec: StudySpec) -> list[MeasureItem]:
     """The ``measure`` list with bare names turned into items."""
     return [MeasureItem(name=m) if isinstance(m, str) else m for m in spec.measure]
+
+
+def resolved_measure(spec: StudySpec) -> list[MeasureItem]:
+    """The ``measure`` items with every declared option filled in (given value, else its default);
+    a run's config, and so its id, holds them all. Unknown names pass through (reported elsewhere)."""
+    out = []
+    for item in measure_items(spec):
+        declared = REGISTRY[item.name].options if item.name in REGISTRY else ()
+        given = item.options
+        out.append(MeasureItem(name=item.name, **{o.name: given.get(o.name, o.default) for o in declared}))
+    return out
 
 
 def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) -> list[Problem]:
@@ -50,16 +62,20 @@ def _measure_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) 
         if names.count(item.name) > 1:
             problems.append((where, f"measurement {item.name!r} is listed twice"))
         m = REGISTRY[item.name]
-        for option in ("threshold", "ridge", "rcond"):
-            if getattr(item, option) is not None and option not in m.options:
+        declared = {o.name: o for o in m.options}
+        for option, value in item.options.items():
+            if option not in declared:
+                known = "; ".join(o.describe() for o in m.options) or "none"
                 problems.append((where + (option,), f"option {option!r} does not apply to {item.name!r}"
-                                 + (f" (its options: {', '.join(m.options)})" if m.options else "")))
+                                 f"{suggest(option, declared)} (its options: {known})"))
+            elif (why := declared[option].problem(value)) is not None:
+                problems.append((where + (option,), f"{item.name}: {why}"))
         for dep in m.depends_on:
             if dep not in names:
                 problems.append((where, f"{item.name} is computed from {dep!r}: add {dep} to measure"))
-        failures = [(m.requires(run), point) for run, point in zip(runs, points)]
+        failures = [(m.unmet(run), point) for run, point in zip(runs, points)]
         failures = [(reason, point) for reason, point in failures if reason]
-        if failures and (not m.theory or len(failures) == len(runs)):
+        if failures and (not m.where_applicable or len(failures) == len(runs)):
             reason, point = failures[0]
             at = f" (sweep point {point})" if point else ""
             problems.append((where, f"{item.name}: {reason}{at}"))
@@ -67,44 +83,55 @@ def _measure_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) 
 
 
 def _stage_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
+    """Every stage a stage reads exists and is of the kind it needs; every stage a run names
+    exists and provides what the run reads it for, and passes its kind's checks; every stage is used."""
     problems: list[Problem] = []
-    used = set()
-    for run in runs:
-        labels = run.data.labels
-        if labels.kind != "eigenvector_sign":
-            continue
-        stage = spec.stages.get(labels.stage)
-        if stage is None:
-            problems.append((("data", "labels", "stage"), f"no stage named {labels.stage!r}"
-                             f"{suggest(labels.stage, spec.stages)}; define it under 'stages'"))
-            continue
-        if stage.compute != "eigendecomposition":
-            problems.append((("data", "labels", "stage"), f"stage {labels.stage!r} computes {stage.compute}; "
-                             "eigenvector labels need an 'eigendecomposition' stage"))
-            continue
-        used.update({labels.stage, stage.input})
-        n_all = run.data.n_train + run.data.n_test
-        limit = min(n_all, stage.top_k or n_all)
-        if labels.eigen_index > limit:
-            problems.append((("data", "labels", "eigen_index"),
-                             f"eigen_index {labels.eigen_index} exceeds the {limit} eigenvectors of stage "
-                             f"{labels.stage!r} (top_k or n_train + n_test)"))
     for name, stage in spec.stages.items():
-        if stage.compute == "eigendecomposition":
-            source = spec.stages.get(stage.input)
-            if source is None or source.compute != "ntk_gram":
-                problems.append((("stages", name, "input"), f"{stage.input!r} is not an 'ntk_gram' stage"
-                                 f"{suggest(stage.input, spec.stages)}"))
-        if name not in used:
-            problems.append((("stages", name), f"stage {name!r} is not used by any run; remove it or use it "
-                             "(data.labels.stage)"))
-    return problems
+        for role, (other, compute) in STAGES[stage.compute].upstream(stage).items():
+            found = spec.stages.get(other)
+            if found is None or found.compute != compute:
+                choices = [n for n, s in spec.stages.items() if s.compute == compute]
+                problems.append((("stages", name, role if role in type(stage).model_fields else "input"),
+                                 f"{other!r} is not a {compute!r} stage{suggest(other, choices)}"))
+    used: set[str] = set()
+    for run in runs:
+        for provides, section in REFERENCES.items():
+            node = run
+            for key in section:
+                node = getattr(node, key, None)
+            name = getattr(node, "stage", None)
+            if not name:
+                continue
+            where = section + ("stage",)
+            stage = spec.stages.get(name)
+            if stage is None:
+                problems.append((where, f"no stage named {name!r}{suggest(name, spec.stages)}; define it under 'stages'"))
+                continue
+            kind = STAGES[stage.compute]
+            if kind.provides != provides:
+                makers = [k.compute for k in STAGES.values() if k.provides == provides]
+                problems.append((where, f"stage {name!r} computes {stage.compute}, which provides "
+                                        f"{kind.provides or 'nothing to runs'}; {'.'.join(section)} needs a stage "
+                                        f"that provides {provides} ({', '.join(makers)})"))
+                continue
+            used.add(name)
+            used.update(other for other, _ in kind.upstream(stage).values())
+            problems.extend((where[:-1], p) for p in kind.check(stage, run))
+    for name in spec.stages:
+        if name not in used and not problems:
+            problems.append((("stages", name), f"stage {name!r} is not used by any run; remove it or name it "
+                             f"({', '.join('.'.join(s) + '.stage' for s in REFERENCES.values())})"))
+    return list(dict.fromkeys(problems))
 
 
 def _variables(spec: StudySpec) -> dict[str, Variable]:
     """Dataset variables a figure or summary may read."""
     out = {v.name: v for m in measure_items(spec) if m.name in REGISTRY for v in REGISTRY[m.name].variables}
     out.update({v.name: v for v in ALWAYS_RECORDED})
+    for s in spec.summaries:  # endpoint tables are variables figures may plot
+        if s.kind == "endpoints" and s.y in out:
+            y = out[s.y]
+            out[s.name] = Variable(s.name, f"{y.label} (init, end)", ("checkpoint", *[d for d in y.dims if d != "time"]))
     return out
 
 
@@ -140,11 +167,12 @@ def _summary_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
     names = [s.name for s in spec.summaries]
     for i, s in enumerate(spec.summaries):
         where = ("summaries", i)
-        if names.count(s.name) > 1 or s.name in variables:
+        if names.count(s.name) > 1 or (s.name in variables and s.kind != "endpoints"):
             problems.append((where + ("name",), f"summary name {s.name!r} is already used"))
         problems += _check_axis(s.x, points, where + ("x",), "x")
         problems += _check_axis(s.by, points, where + ("by",), "by")
-        problems += _check_variable(s.y, variables, ("scalar",), where + ("y",))
+        kinds = ("series",) if s.kind == "endpoints" else ("scalar",)
+        problems += _check_variable(s.y, variables, kinds, where + ("y",))
     return problems
 
 
@@ -170,6 +198,7 @@ def _figure_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
         if names.count(fig.name) > 1:
             problems.append((where + ("name",), f"figure name {fig.name!r} is used twice"))
         problems += _where_problems(fig.where, points, where + ("where",))
+        problems += _where_problems(getattr(fig, "reference", {}), points, where + ("reference",))
         if fig.kind == "sweep":
             ys = [fig.y] if isinstance(fig.y, str) else fig.y
             for v in ys + [fig.theory]:
@@ -188,10 +217,16 @@ def _figure_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
             used = [variables[v] for v in fig.variables if v in variables]
             problems += _check_dim(fig.hue, points, used, where + ("hue",), "hue")
             problems += _check_axis(fig.col, points, where + ("col",), "col")
-        else:
+        elif fig.kind == "scatter":
             for v in [fig.x] + fig.y:
                 problems += _check_variable(v, variables, ("array", "scalar"), where + ("y",))
             problems += _check_axis(fig.col, points, where + ("col",), "col")
+        else:
+            problems += _check_variable(fig.variable, variables, ("array",), where + ("variable",))
+            if fig.variable in variables and len(variables[fig.variable].dims) != 4:
+                problems.append((where + ("variable",), f"{fig.variable!r} is not a stack of images "
+                                 "(dims item, row, column, channel)"))
+            problems += _check_axis(fig.rows, points, where + ("rows",), "rows")
     return problems
 
 

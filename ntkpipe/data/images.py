@@ -1,0 +1,20 @@
+"""Image transforms applied when loading: resizing and conversion to one luminance channel."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.ndimage
+
+LUMINANCE = np.array([0.299, 0.587, 0.114])
+"""ITU-R BT.601 weights of R, G, B."""
+
+
+def resize(images: np.ndarray, size: int) -> np.ndarray:
+    """(n, H, W, C) images resized to (n, size, size, C) by bilinear interpolation (order-1 spline)."""
+    n, h, w, _ = images.shape
+    return scipy.ndimage.zoom(images, (1, size / h, size / w, 1), order=1, grid_mode=True, mode="nearest")
+
+
+def grayscale(images: np.ndarray) -> np.ndarray:
+    """(n, H, W, 3) RGB images as (n, H, W, 1) luminance Y = 0.299 R + 0.587 G + 0.114 B."""
+    return (images @ LUMINANCE)[..., None]

@@ -1,0 +1,67 @@
+"""A run's inputs — its data and initial model — with what its stages provide applied.
+
+Stages provide one of three things, applied in this order:
+
+    directions   data built along a stage's vector (``nad`` data, ``data.directions``)
+    labels       targets replaced by a stage's (``eigenvector_sign`` labels, ``data.labels``)
+    origin       the model linearized around a stage's network (``model.origin``)
+
+:data:`REFERENCES` says where a run names the stage that provides each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import equinox as eqx
+import numpy as np
+import xarray as xr
+from jax.flatten_util import ravel_pytree
+
+from ntkpipe.data import Dataset, eigenvector_sign_targets, load_dataset, output_count
+from ntkpipe.measure.context import RunContext
+from ntkpipe.models import Linearized, build_model, trainable
+from ntkpipe.spec.schema import RunSpec
+from ntkpipe.store import read_store
+
+REFERENCES: dict[str, tuple[str, ...]] = {
+    "directions": ("data", "directions"),
+    "labels": ("data", "labels"),
+    "origin": ("model", "origin"),
+}
+"""What a stage provides → the run-spec section that names it (its ``stage`` key)."""
+
+
+def read_stages(paths: dict[str, Path]) -> dict[str, xr.Dataset]:
+    return {role: read_store(path).load() for role, path in paths.items()}
+
+
+def run_data(spec: RunSpec, stages: dict[str, xr.Dataset]) -> Dataset:
+    """The run's data: along its NAD direction if it has one, with eigenvector labels if asked."""
+    direction = None
+    if spec.data.directions is not None:
+        direction = stages["directions"]["directions"].values[spec.data.directions.nad_index - 1]
+    data = load_dataset(spec.data, direction=direction)
+    if spec.data.labels.kind == "eigenvector_sign":
+        data = data.with_targets(eigenvector_sign_targets(stages["labels"]["eigenvectors"].values,
+                                                          spec.data.labels.eigen_index))
+    return data
+
+
+def run_context(spec: RunSpec, stage_paths: dict[str, Path]) -> RunContext:
+    """The run's data and initial model (linearized around its origin's θ_k if it has one)."""
+    stages = read_stages(stage_paths)
+    data = run_data(spec, stages)
+    model0 = build_model(spec.model, data.input_shape, output_count(spec.data), spec.seed)
+    if spec.model.origin is not None:
+        model0 = Linearized(origin_network(model0.origin, stages["origin"], spec.model.origin.epochs),
+                            centered=True)
+    return RunContext(spec, data, model0, stages)
+
+
+def origin_network(network, pretrain: xr.Dataset, epochs: int):
+    """``network`` with the trainable parameters a pretrain stage stored after ``epochs`` epochs."""
+    arrays, rest = trainable(network)
+    flat, unravel = ravel_pytree(arrays)
+    theta = pretrain["params"].sel(epoch=epochs).values.astype(np.asarray(flat).dtype)
+    return eqx.combine(unravel(theta), rest)

@@ -1,0 +1,39 @@
+"""What stage jobs share: the run slice they hash (data inputs, the network at init) and how to
+rebuild those from a stage's config."""
+
+from __future__ import annotations
+
+import equinox as eqx
+
+from ntkpipe.data import Dataset, load_dataset
+from ntkpipe.models import build_model
+from ntkpipe.spec.schema import MODEL_SPEC, DataSpec
+from ntkpipe.stages.job import StageJob
+from ntkpipe.store import read_store
+
+
+def network_slice(run_config: dict) -> dict:
+    """The run's network at init: its model section without ``kind``/``origin``, and its seed."""
+    model = {k: v for k, v in run_config["model"].items() if k not in ("kind", "origin")}
+    return {"seed": run_config["seed"], "model": model}
+
+
+def inputs_slice(run_config: dict) -> dict:
+    """The run's inputs: its data section without the targets (``labels``)."""
+    return {"data": {k: v for k, v in run_config["data"].items() if k != "labels"}}
+
+
+def stage_data(job: StageJob) -> Dataset:
+    """The inputs of ``job.config["data"]`` (along its NAD direction, read from the job's inputs)."""
+    spec = DataSpec.model_validate(job.config["data"])
+    direction = None
+    if spec.directions is not None:
+        nads = read_store(job.inputs["directions"], expect_id=spec.directions.stage)
+        direction = nads["directions"].values[spec.directions.nad_index - 1]
+    return load_dataset(spec, direction=direction)
+
+
+def stage_network(job: StageJob, input_shape: tuple[int, ...]) -> eqx.Module:
+    """The network at init that ``job.config`` describes (``model``, ``seed``, ``outputs``)."""
+    return build_model(MODEL_SPEC.validate_python(job.config["model"]), input_shape, job.config["outputs"],
+                       job.config["seed"])

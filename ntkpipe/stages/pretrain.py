@@ -1,0 +1,46 @@
+"""Stage job ``pretrain``: the run's network trained as the run would be, with its trainable
+parameters θ_k stored after every epoch k (origins of linearizations, linearized-networks Sec. 4.3)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from jax.flatten_util import ravel_pytree
+
+from ntkpipe.data import output_count
+from ntkpipe.measure.checkpoint import train_loss
+from ntkpipe.measure.context import ModelView, RunContext
+from ntkpipe.models import build_model, run_keys, trainable
+from ntkpipe.spec.schema import CheckpointSpec, RunSpec
+from ntkpipe.stages.inputs import read_stages, run_data
+from ntkpipe.stages.job import StageJob
+from ntkpipe.store import write_store
+from ntkpipe.train import train
+
+
+def pretrain(job: StageJob, out: str | Path) -> Path:
+    """θ_k for k = 0 … E epochs (``params`` over ``epoch`` and ``parameter``) and the training loss."""
+    tic = time.perf_counter()
+    spec = RunSpec.model_validate({**{k: job.config[k] for k in ("seed", "data", "model", "train")},
+                                   "measure": []})
+    data = run_data(spec, read_stages(job.inputs))
+    network = build_model(spec.model, data.input_shape, output_count(spec.data), spec.seed)
+    run = RunContext(spec, data, network)
+    every_epoch = spec.train.model_copy(update={"checkpoints": CheckpointSpec(spacing="linear",
+                                                                              count=spec.train.epochs)})
+
+    def measure(model, index: int, last: bool) -> dict:
+        theta, _ = ravel_pytree(trainable(model)[0])
+        return {**train_loss(ModelView(model, run), None), "params": np.asarray(theta)}
+
+    traj = train(network, data.x_train, data.y_train, every_epoch, key=run_keys(spec.seed)[1], measure=measure,
+                 label=f"pretrain {job.id[:8]}")
+    epochs = np.round(traj.epoch).astype(int)
+    ds = xr.Dataset({"params": (("epoch", "parameter"), traj.series["params"]),
+                     "loss": ("epoch", traj.series["loss"])}, coords={"epoch": epochs})
+    ds["diverged"] = int(traj.diverged)
+    ds["seconds_train"] = time.perf_counter() - tic
+    return write_store(ds, out, config=job.config, store_id=job.id)

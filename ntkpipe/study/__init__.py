@@ -1,0 +1,6 @@
+"""Studies: load and validate a spec against the registries (architectures, stages, measurements,
+data files), then plan its jobs. Sits above ``spec``, ``data``, ``measure`` and ``stages``.
+
+Import the submodules directly (``ntkpipe.study.load``, ``ntkpipe.study.plan``); the package's
+public names are re-exported from :mod:`ntkpipe`.
+"""
