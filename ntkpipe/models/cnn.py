@@ -18,6 +18,13 @@ with ∗ the strided (``SAME`` or ``VALID``) cross-correlation of ``jax.lax.conv
 Both give the same function at init. Biases start at zero and enter with multiplier 1. The
 derivative of W ∗ h in W is taken as an im2col matrix product (:func:`_conv`), which keeps
 per-example Jacobians fast in float64.
+
+:data:`LENET5` is the LeNet-5 of the linearized-networks authors (gortizji/linearized-networks,
+``models/jax/lenet.py``, flax), matched layer by layer: conv 6@5×5 SAME → φ → average pool with
+window 2×2 and stride 2 (flax ``avg_pool``, VALID), conv 16@5×5 SAME → φ → the same pool, flatten,
+dense 120 → φ, dense 84 → φ, dense 1. All their conv and dense layers have biases (flax default), so
+build it with ``bias=True``; their init, flax's LeCun normal (truncated, variance 1/fan_in), is
+close to ``parameterization="standard", sigma=1``.
 """
 
 from __future__ import annotations
@@ -61,11 +68,7 @@ class ConvLayer:
             raise ValueError(f"pool must be None, 'avg' or 'max', got {self.pool!r}")
 
 
-# LeNet-5 of the linearized-networks authors (gortizji/linearized-networks, models/jax/lenet.py, flax):
-# conv 6@5×5 SAME → φ → avg-pool 2×2 stride 2 (VALID), conv 16@5×5 SAME → φ → avg-pool 2×2 stride 2,
-# flatten, dense 120 → φ, dense 84 → φ, dense 1. Every conv and dense layer there has a bias (flax
-# default), so build it with ``bias=True``. Their init, flax's LeCun normal (truncated, variance
-# 1/fan_in), is close to ``parameterization="standard", sigma=1``.
+# (conv layers, dense widths) of LeNet-5 (module docstring): CNN(input_shape, *LENET5, bias=True, ...)
 LENET5: tuple[tuple[ConvLayer, ...], tuple[int, ...]] = (
     (ConvLayer(6, 5, pool="avg"), ConvLayer(16, 5, pool="avg")),
     (120, 84),

@@ -38,8 +38,10 @@ class NtkImplementation(enum.Enum):
             Jacobian contraction N·C·[FP] + N²·C²·P against NTK-vector products N²·C·[FP], so
             ``NTK_VECTOR_PRODUCTS`` roughly when [FP] < C·P. The reason: contraction pays C² per
             parameter, vector products pay C per forward FLOP. A dense network has [FP] ≈ 2P, so
-            vector products win once C > 2; a conv network reuses each weight at every position,
-            [FP] ≫ P, so contraction wins unless C exceeds [FP]/P.
+            vector products win from about C = 2 outputs on; a conv network reuses each weight at
+            every position, [FP] ≫ P, so contraction wins unless C exceeds about [FP]/P. The rule
+            is that of the full kernel also for ``per_layer``, where vector products take up to L
+            times longer (one push-forward per component).
     """
 
     JACOBIAN = "jacobian"
