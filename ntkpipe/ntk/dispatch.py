@@ -8,9 +8,11 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from ntkpipe.ntk.cost import generic_costs
 from ntkpipe.ntk.jacobian import jacobian_ntk
 from ntkpipe.ntk.mlp_layers import mlp_layers_ntk, structured_mlp
 from ntkpipe.ntk.precision import to_float64
+from ntkpipe.ntk.vector_products import vector_products_ntk
 
 
 class NtkImplementation(enum.Enum):
@@ -20,19 +22,47 @@ class NtkImplementation(enum.Enum):
         JACOBIAN: generic, for any equinox model. Per-example Jacobians of each trainable leaf are
             materialized for a block of x1 rows and a block of x2 rows and contracted,
             Θ = J(X₁) J(X₂)ᵀ. Time O(n1·n2·C²·P), memory O(block_size·C·P) for P parameters.
+        NTK_VECTOR_PRODUCTS: generic, for any equinox model. Each basis cotangent e_ic of an x1
+            block is pulled back (vjp) and pushed forward (jvp) through the x2 block,
+            K[i, :, c, :] = J(X₂) J(X₁)ᵀ e_ic, so J(X₂) is never formed. Time O(n1·n2·C·[FP]) for
+            [FP] the FLOPs of one forward pass on one example; memory O(block_size·C·P) for the
+            pullbacks plus O(block_size²·C) activations of one example (the vmapped tangents).
         MLP_LAYERS: structured, for an :class:`~ntkpipe.models.MLP` or a
             :class:`~ntkpipe.models.Linearized` MLP (whose NTK is its origin's). Uses the layer
             factorization K_ℓ = ⟨g_ℓ, g_ℓ'⟩ (c_ℓ²⟨h_{ℓ-1}, h_{ℓ-1}'⟩ + [bias]) with g_ℓ = ∂f/∂z_ℓ,
             so no Jacobian (n_ℓ × n_{ℓ-1} per output) is ever formed: time O(n1·n2·C²·Σ n_ℓ) and
             memory O(n·C·Σ n_ℓ) besides the output — a width-N layer costs N, not N², per example.
         AUTO: ``MLP_LAYERS`` when the model is (a linearization of) an MLP, since it is exact and
-            far cheaper in time and memory there; ``JACOBIAN`` otherwise, since it is the only one
-            that needs no knowledge of the architecture.
+            far cheaper in time and memory there. Otherwise the generic implementation with the
+            smaller modelled time (Novak et al. 2022, Table 1; :mod:`ntkpipe.ntk.cost`):
+            Jacobian contraction N·C·[FP] + N²·C²·P against NTK-vector products N²·C·[FP], so
+            ``NTK_VECTOR_PRODUCTS`` roughly when [FP] < C·P. The reason: contraction pays C² per
+            parameter, vector products pay C per forward FLOP. A dense network has [FP] ≈ 2P, so
+            vector products win from about C = 2 outputs on; a conv network reuses each weight at
+            every position, [FP] ≫ P, so contraction wins unless C exceeds about [FP]/P. The rule
+            is that of the full kernel also for ``per_layer``, where vector products take up to L
+            times longer (one push-forward per component).
     """
 
     JACOBIAN = "jacobian"
+    NTK_VECTOR_PRODUCTS = "ntk_vector_products"
     MLP_LAYERS = "mlp_layers"
     AUTO = "auto"
+
+
+def choose_implementation(
+    model: eqx.Module, x1: Float[ArrayLike, "n1 ..."], x2: Float[ArrayLike, "n2 ..."] | None = None
+) -> NtkImplementation:
+    """The implementation ``AUTO`` resolves to for the NTK of ``model`` on ``x1`` × ``x2`` (enum docstring).
+
+    Only the shapes of ``x1`` and ``x2`` are used (and ``x1[0]`` to count [FP]).
+    """
+    if structured_mlp(model) is not None:
+        return NtkImplementation.MLP_LAYERS
+    costs = generic_costs(model, jnp.asarray(x1[0]), len(x1), None if x2 is None else len(x2))
+    if costs.vector_products < costs.jacobian:
+        return NtkImplementation.NTK_VECTOR_PRODUCTS
+    return NtkImplementation.JACOBIAN
 
 
 def empirical_ntk(
@@ -55,7 +85,8 @@ def empirical_ntk(
 
     With ``per_layer=True`` the sum over θ is split by weight layer: component ℓ sums W_ℓ and b_ℓ,
     and the components add up to the full kernel. The readout/hidden split of the kernel-alignment
-    paper is ``K[-1]`` (K_V) vs ``K[:-1].sum(0)`` (K_W). On a non-MLP model (``JACOBIAN``) the
+    paper is ``K[-1]`` (K_V) vs ``K[:-1].sum(0)`` (K_W). On a non-MLP model (``JACOBIAN``,
+    ``NTK_VECTOR_PRODUCTS``; e.g. a :class:`~ntkpipe.models.CNN`: conv layers, dense layers, readout) the
     components follow :func:`ntkpipe.ntk.jacobian.layer_components`: the first sequence index in a
     leaf's pytree path (``layers[ℓ].weight`` → ℓ).
 
@@ -66,7 +97,8 @@ def empirical_ntk(
         per_layer: return the per-layer components instead of their sum.
         implementation: a :class:`NtkImplementation` (or its value string).
         block_size: rows of ``x1`` and of ``x2`` per compiled block, which is computed once per
-            shape; memory grows with it (``JACOBIAN``: ∝ block_size·C·#params). Any value gives
+            shape; memory grows with it (``JACOBIAN``: ∝ block_size·C·#params;
+            ``NTK_VECTOR_PRODUCTS``: also ∝ block_size²·C·activations). Any value gives
             the same kernel. With ``x2=None`` only blocks on and above the diagonal are computed.
 
     Returns:
@@ -89,11 +121,13 @@ def empirical_ntk(
     model = to_float64(model)
     x1 = jnp.asarray(x1, jnp.float64)
     x2 = None if x2 is None else jnp.asarray(x2, jnp.float64)
-    mlp = structured_mlp(model)
     if implementation is NtkImplementation.AUTO:
-        implementation = NtkImplementation.JACOBIAN if mlp is None else NtkImplementation.MLP_LAYERS
+        implementation = choose_implementation(model, x1, x2)
     if implementation is NtkImplementation.JACOBIAN:
         return jacobian_ntk(model, x1, x2, per_layer=per_layer, block_size=block_size)
+    if implementation is NtkImplementation.NTK_VECTOR_PRODUCTS:
+        return vector_products_ntk(model, x1, x2, per_layer=per_layer, block_size=block_size)
+    mlp = structured_mlp(model)
     if mlp is None:
         raise TypeError(
             f"NtkImplementation.MLP_LAYERS needs an ntkpipe MLP or a Linearized MLP, got "
