@@ -5,5 +5,15 @@ from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
 from ntkpipe.models.linearized import Linearized, trainable
 from ntkpipe.models.mlp import ACTIVATIONS, MLP
 
-__all__ = ["ACTIVATIONS", "ARCHITECTURES", "CNN", "ConvLayer", "LENET5", "Linearized", "MLP", "build_model",
-           "run_keys", "trainable"]
+__all__ = [
+    "ACTIVATIONS",
+    "ARCHITECTURES",
+    "CNN",
+    "LENET5",
+    "MLP",
+    "ConvLayer",
+    "Linearized",
+    "build_model",
+    "run_keys",
+    "trainable",
+]

@@ -1,7 +1,7 @@
-r"""Time cost model of the generic NTK implementations (Novak et al. 2022, "Fast Finite Width NTK", Table 1).
+r"""Time cost model of the generic NTK implementations.
 
-For N1 × N2 examples, C outputs, P trainable parameters and [FP] the FLOPs of one forward pass on
-one example:
+Following Novak et al. 2022 ("Fast Finite Width Neural Tangent Kernel", Sec. 3), for N1 × N2
+examples, C outputs, P trainable parameters and [FP] the FLOPs of one forward pass on one example:
 
     Jacobian contraction:    (N1 + N2)·C·[FP] + N1·N2·C²·P    (N1·C·[FP] + … when x2 is x1)
     NTK-vector products:     N1·N2·C·[FP]

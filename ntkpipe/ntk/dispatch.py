@@ -34,7 +34,7 @@ class NtkImplementation(enum.Enum):
             memory O(n·C·Σ n_ℓ) besides the output — a width-N layer costs N, not N², per example.
         AUTO: ``MLP_LAYERS`` when the model is (a linearization of) an MLP, since it is exact and
             far cheaper in time and memory there. Otherwise the generic implementation with the
-            smaller modelled time (Novak et al. 2022, Table 1; :mod:`ntkpipe.ntk.cost`):
+            smaller modelled time (Novak et al. 2022, Sec. 3; :mod:`ntkpipe.ntk.cost`):
             Jacobian contraction N·C·[FP] + N²·C²·P against NTK-vector products N²·C·[FP], so
             ``NTK_VECTOR_PRODUCTS`` roughly when [FP] < C·P. The reason: contraction pays C² per
             parameter, vector products pay C per forward FLOP. A dense network has [FP] ≈ 2P, so
