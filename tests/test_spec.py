@@ -378,3 +378,10 @@ measure: [loss]
     assert any("give train.epochs (not steps or max_time)" in p for p in found)
     fixed = load_study(write(tmp_path, origin.replace("steps: 2", "epochs: 3")))
     assert fixed.runs[0].model.origin.epochs == 3
+
+
+def test_a_batch_larger_than_the_training_set_is_stopped_with_its_sweep_point(tmp_path):
+    text = BASE.replace("  max_time: 1", "  max_time: 1\n  batch_size: 6") + "sweep:\n  n_train: [4, 8]\n"
+    found = problems(tmp_path, text)
+    assert found == ["line 1: (top level): with sweep point {'n_train': 4}: train.batch_size 6 exceeds "
+                     "data.n_train 4; lower the batch size or use more training points"]

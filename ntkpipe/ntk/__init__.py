@@ -1,4 +1,5 @@
-"""Empirical neural tangent kernels (generic and MLP-structured) and Jacobian alignment."""
+"""Empirical neural tangent kernels (MLP-structured, Jacobian contraction, NTK-vector products),
+Jacobian alignment, the mixed derivative ∇²ₓθ f behind neural anisotropy directions, eigenpairs."""
 
 from ntkpipe.ntk.alignment import jacobian_alignment
 from ntkpipe.ntk.alignment import jacobian_alignments
@@ -6,6 +7,9 @@ from ntkpipe.ntk.dispatch import NtkImplementation
 from ntkpipe.ntk.dispatch import choose_implementation
 from ntkpipe.ntk.dispatch import empirical_ntk
 from ntkpipe.ntk.layout import flatten_gram
+from ntkpipe.ntk.mixed import mixed_gram
+from ntkpipe.ntk.mixed import neural_anisotropy_directions
+from ntkpipe.ntk.mixed import stein_check
 
 __all__ = [
     "NtkImplementation",
@@ -14,4 +18,7 @@ __all__ = [
     "flatten_gram",
     "jacobian_alignment",
     "jacobian_alignments",
+    "mixed_gram",
+    "neural_anisotropy_directions",
+    "stein_check",
 ]

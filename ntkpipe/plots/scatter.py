@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ntkpipe.plots.style import hue_colors, hue_label, new_figure, select, variable_label
+from ntkpipe.plots.style import hue_colors, hue_label, new_figure, select, variable_label, wrap_title
 
 
 def plot_scatter(ds: xr.Dataset, spec, title: str):
@@ -37,5 +37,5 @@ def plot_scatter(ds: xr.Dataset, spec, title: str):
         ax.legend(fontsize=8, frameon=False)
         if spec.col:
             ax.set_title(hue_label(spec.col, c), fontsize=10)
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
     return fig

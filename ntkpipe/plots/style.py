@@ -7,6 +7,7 @@ threads of one Snakemake process.
 from __future__ import annotations
 
 import os
+import textwrap
 import uuid
 from pathlib import Path
 
@@ -23,9 +24,12 @@ AXIS_LABELS = {
     "eigen_index": "eigenfunction index j", "model_kind": "model", "width": "width N", "lr": "learning rate η",
     "n_train": "training points P", "output_scale": "output scale", "teacher_scale": "teacher scale s",
     "spectrum_index": "eigenvalue index k", "mode": "mode k", "test_point": "test point",
+    "nad_index": "NAD index j", "eigenfunction": "init eigenfunction index i",
+    "pretrain_epochs": "pretraining epochs k", "checkpoint": "checkpoint", "architecture": "architecture",
 }
 AXIS_SYMBOLS = {"sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
-                "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k"}
+                "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k", "nad_index": "j",
+                "pretrain_epochs": "k"}
 TIME_LABEL = "time t = η · step"
 
 
@@ -77,6 +81,12 @@ def final_value(var: xr.DataArray) -> xr.DataArray:
     picked = np.take_along_axis(values, last[..., None], axis=-1)[..., 0]
     dims = var.dims[:-1]
     return xr.DataArray(np.where(finite.any(-1), picked, np.nan), dims=dims, coords={d: var[d] for d in dims})
+
+
+def wrap_title(title: str, fig: Figure, fontsize: float) -> str:
+    """``title`` broken into lines that fit the figure's width (about 0.6 em per character)."""
+    width_chars = int(fig.get_figwidth() * 72 / (0.6 * fontsize))
+    return textwrap.fill(title, max(width_chars, 20))
 
 
 def new_figure(n_rows: int, n_cols: int, *, width: float = 4.2, height: float = 3.3):

@@ -13,7 +13,7 @@ import xarray as xr
 
 from ntkpipe.measure.fits import FITS
 from ntkpipe.plots.style import (axis_label, darker, final_value, hue_colors, hue_label, new_figure, select,
-                                 variable_label)
+                                 variable_label, wrap_title)
 
 STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
 
@@ -67,5 +67,5 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
     ax.set_ylabel(spec.ylabel or " / ".join(variable_label(v) for v in ys))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, frameon=False)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrap_title(title, fig, 10), fontsize=10)
     return fig

@@ -14,7 +14,7 @@ import xarray as xr
 from matplotlib.colors import LogNorm, Normalize
 
 from ntkpipe.plots.style import (TIME_LABEL, axis_label, darker, final_value, hue_colors, hue_label,
-                                 is_numeric, new_figure, select, variable_label)
+                                 is_numeric, new_figure, select, variable_label, wrap_title)
 
 OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
 
@@ -96,7 +96,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue), shrink=0.8)
     if norm is None and (spec.hue or spec.overlay or spec.theory or spec.reference):
         axes[0, -1].legend(fontsize=8, frameon=False)
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
     return fig
 
 

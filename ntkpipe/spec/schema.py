@@ -429,3 +429,10 @@ class RunSpec(Strict):
     model: ModelSpec
     train: TrainSpec
     measure: list[MeasureItem]
+
+    @model_validator(mode="after")
+    def _batch_fits(self):
+        if self.train.batch_size is not None and self.train.batch_size > self.data.n_train:
+            raise ValueError(f"train.batch_size {self.train.batch_size} exceeds data.n_train {self.data.n_train}; "
+                             "lower the batch size or use more training points")
+        return self
