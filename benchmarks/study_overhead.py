@@ -2,8 +2,8 @@
 
 Runs ``snakemake --cores 2`` on one study at a time into a fresh temporary results directory (cold
 JAX compilation cache) and prints, per study: runs, wall time, the summed per-run training and
-measurement (kernel) seconds, the stage (Gram, eigendecomposition) seconds, and the remainder —
-Python start-up, imports, compilation, I/O, Snakemake bookkeeping.
+measurement (kernel) seconds, the stage (Gram, eigendecomposition, NAD, pretraining) seconds, and
+the remainder — Python start-up, imports, compilation, I/O, Snakemake bookkeeping.
 
     python benchmarks/study_overhead.py                     # every spec in specs/
     python benchmarks/study_overhead.py depth_scaling --processes   # also one process per job
@@ -36,7 +36,8 @@ def run_study(name: str, cores: int, processes: bool) -> dict:
         wall = time.perf_counter() - tic
         ds = xr.open_zarr(results / name / f"{name}.zarr")
         seconds = json.loads(ds.attrs["seconds"])
-        stage_seconds = sum(float(xr.open_zarr(p)["seconds_kernel"]) for p in (results / "stages").glob("*/*.zarr"))
+        stages = [xr.open_zarr(p) for p in (results / "stages").glob("*/*.zarr")]
+        stage_seconds = sum(float(ds[k]) for ds in stages for k in ds.data_vars if k.startswith("seconds_"))
         runs = int((ds["run_id"] != "").sum())
     return {"study": name, "runs": runs, "wall": wall, "train": seconds.get("seconds_train", 0.0),
             "measure": seconds.get("seconds_measure", 0.0), "stages": stage_seconds}

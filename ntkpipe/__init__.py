@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 from ntkpipe.data import Dataset, load_dataset  # noqa: E402
 from ntkpipe.errors import DataFileError, NtkpipeError, ResultError, SpecError  # noqa: E402
 from ntkpipe.jobs import train_run  # noqa: E402
-from ntkpipe.models import MLP, Linearized, build_model  # noqa: E402
+from ntkpipe.models import CNN, MLP, Linearized, build_model  # noqa: E402
 from ntkpipe.ntk import NtkImplementation, empirical_ntk, flatten_gram, jacobian_alignment  # noqa: E402
 from ntkpipe.study.load import load_study  # noqa: E402
 from ntkpipe.study.plan import plan_study  # noqa: E402
@@ -23,6 +23,7 @@ from ntkpipe.store import read_store  # noqa: E402
 from ntkpipe.train import train  # noqa: E402
 
 __all__ = [
+    "CNN",
     "DataFileError",
     "Dataset",
     "Linearized",

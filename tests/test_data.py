@@ -111,3 +111,32 @@ def test_local_mnist_and_cifar_through_a_spec(tmp_path, monkeypatch):
         load_study(spec_path)
     cifar = load_dataset(DataSpec.model_validate({"source": "cifar10", "n_train": 30, "n_test": 10}))
     assert cifar.x_train.shape == (30, 32, 32, 3) and cifar.y_train.shape == (30, 10)
+
+
+def test_images_keep_their_shape_and_resize():
+    spec = DataSpec.model_validate({"source": "digits", "n_train": 30, "n_test": 10, "image_size": 16,
+                                    "classes": [0, 1]})
+    data = load_dataset(spec)
+    assert data.x_train.shape == (30, 16, 16, 1) and data.input_shape == (16, 16, 1)
+    assert data.flat_train.shape == (30, 256)
+    from ntkpipe.data.images import grayscale, resize
+
+    rng = np.random.default_rng(0)
+    constant = np.full((2, 8, 8, 3), 0.25)
+    np.testing.assert_allclose(resize(constant, 16), 0.25)  # interpolation keeps a constant image
+    ramp = np.broadcast_to(np.arange(8.0)[None, None, :, None], (1, 8, 8, 1))
+    assert np.all(np.diff(resize(ramp, 16)[0, 0, :, 0]) >= 0)  # and a monotone ramp monotone
+    rgb = rng.random((3, 4, 4, 3))
+    np.testing.assert_allclose(grayscale(rgb)[..., 0], 0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2])
+
+
+def test_two_group_labels():
+    """Classes 0 and 1 are +1 and class 7 is −1: about two thirds of the ~540 such digits are +1."""
+    spec = DataSpec.model_validate({"source": "digits", "n_train": 300, "n_test": 200,
+                                    "labels": {"kind": "two_groups", "groups": [[0, 1], [7]]}})
+    data = load_dataset(spec)
+    y = np.concatenate([data.y_train, data.y_test])[:, 0]
+    assert set(np.unique(y)) == {-1.0, 1.0} and output_count(spec) == 1
+    assert np.mean(y == 1.0) == pytest.approx(2 / 3, abs=0.05)
+    with pytest.raises(ValueError, match=r"exceeds the 539 digits of classes \[0, 1, 7\]"):  # only those are kept
+        load_dataset(spec.model_copy(update={"n_train": 400, "n_test": 200}))

@@ -385,3 +385,9 @@ def test_a_batch_larger_than_the_training_set_is_stopped_with_its_sweep_point(tm
     found = problems(tmp_path, text)
     assert found == ["line 1: (top level): with sweep point {'n_train': 4}: train.batch_size 6 exceeds "
                      "data.n_train 4; lower the batch size or use more training points"]
+
+
+def test_unknown_keys_inside_a_stage_kind_get_suggestions(tmp_path):
+    text = CNN_STUDY.replace("labels: {kind: two_groups}", "labels: {kind: eigenvector_sign, stage: eig, eigen_index: 2}")
+    text += "stages:\n  gram: {compute: ntk_gram}\n  eig: {compute: eigendecomposition, input: gram, topk: 3}\n"
+    assert problems(tmp_path, text) == ["line 7: stages.eig.topk: unknown key (did you mean 'top_k'?)"]

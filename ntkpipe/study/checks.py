@@ -124,10 +124,16 @@ def _stage_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
     return list(dict.fromkeys(problems))
 
 
-def _variables(spec: StudySpec) -> dict[str, Variable]:
-    """Dataset variables a figure or summary may read."""
+def _measured(spec: StudySpec) -> dict[str, Variable]:
+    """Variables the runs store."""
     out = {v.name: v for m in measure_items(spec) if m.name in REGISTRY for v in REGISTRY[m.name].variables}
     out.update({v.name: v for v in ALWAYS_RECORDED})
+    return out
+
+
+def _variables(spec: StudySpec) -> dict[str, Variable]:
+    """Dataset variables a figure or summary may read."""
+    out = _measured(spec)
     for s in spec.summaries:  # endpoint tables are variables figures may plot
         if s.kind == "endpoints" and s.y in out:
             y = out[s.y]
@@ -163,11 +169,11 @@ def _check_variable(value: str | None, variables: dict[str, Variable], kinds: tu
 
 def _summary_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
     problems: list[Problem] = []
-    variables = _variables(spec)
+    variables, measured = _variables(spec), _measured(spec)
     names = [s.name for s in spec.summaries]
     for i, s in enumerate(spec.summaries):
         where = ("summaries", i)
-        if names.count(s.name) > 1 or (s.name in variables and s.kind != "endpoints"):
+        if names.count(s.name) > 1 or s.name in measured:
             problems.append((where + ("name",), f"summary name {s.name!r} is already used"))
         problems += _check_axis(s.x, points, where + ("x",), "x")
         problems += _check_axis(s.by, points, where + ("by",), "by")

@@ -212,11 +212,12 @@ def _step(annotation: Any, elem: Any) -> Any:
             if any(getattr(m, "tag", None) == elem for m in metadata):
                 return model
     args = [typing.get_args(a)[0] if typing.get_origin(a) is typing.Annotated else a for a in args]
-    for arg in args:  # unions: a discriminator tag names one member, else take the model member
+    for arg in args:  # unions: a discriminator value (figure kind, stage compute) names one member
         if isinstance(arg, type) and issubclass(arg, BaseModel):
-            kind = arg.model_fields.get("kind")
-            if kind is not None and elem in typing.get_args(kind.annotation):
-                return arg
+            for tag in ("kind", "compute"):
+                field = arg.model_fields.get(tag)
+                if field is not None and elem in typing.get_args(field.annotation):
+                    return arg
     models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
     if len(models) == 1 and elem == models[0].__name__:
         return models[0]
