@@ -12,19 +12,25 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.measure.fits import FITS
-from ntkpipe.plots.style import (axis_label, darker, final_value, hue_colors, hue_label, new_figure, select,
-                                 variable_label, wrap_title)
+from ntkpipe.plots.style import (axis_label, darker, final_value, hue_colors, hue_label, is_numeric, new_figure,
+                                 select, variable_label, wrap_title)
 
 STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
 
 
+def _positions(values) -> np.ndarray:
+    """Numeric x values as they are; labels (e.g. ``checkpoint`` = init, end) at 0, 1, …"""
+    return np.asarray(values, np.float64) if is_numeric(values) else np.arange(len(values), dtype=np.float64)
+
+
 def _reduce(var: xr.DataArray, x: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """x values, mean and sd over the other dims, and all (x, y) pairs as a (2, n) array."""
+    """x positions, mean and sd over the other dims, and all (x, y) pairs as a (2, n) array."""
     other = [d for d in var.dims if d != x]
     mean = var.mean(other, skipna=True).values if other else var.values
     sd = var.std(other, skipna=True).values if other else np.zeros_like(mean)
-    xs = np.broadcast_to(var[x].values.reshape([-1 if d == x else 1 for d in var.dims]), var.shape)
-    return var[x].values, mean, sd, np.stack([xs.ravel(), var.values.ravel()])
+    positions = _positions(var[x].values)
+    xs = np.broadcast_to(positions.reshape([-1 if d == x else 1 for d in var.dims]), var.shape)
+    return positions, mean, sd, np.stack([xs.ravel(), var.values.ravel()])
 
 
 def plot_sweep(ds: xr.Dataset, spec, title: str):
@@ -63,6 +69,9 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
         ax.axhline(level, color="black", ls="--", lw=1.3, label=f"{shown} ({level:.3g})")
     ax.set_xscale("log" if spec.logx else "linear")
     ax.set_yscale("log" if spec.logy else "linear")
+    if not is_numeric(ds[spec.x].values):
+        ax.set_xticks(_positions(ds[spec.x].values), [str(v) for v in ds[spec.x].values])
+        ax.set_xmargin(0.15)
     ax.set_xlabel(axis_label(spec.x))
     ax.set_ylabel(spec.ylabel or " / ".join(variable_label(v) for v in ys))
     ax.grid(True, which="major", alpha=0.3)
