@@ -74,6 +74,12 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
 
 
 def enable_compilation_cache(results: str | Path) -> None:
-    """JAX's persistent compilation cache under ``results/.cache/jax`` (reused across invocations)."""
-    jax.config.update("jax_compilation_cache_dir", str(Path(results) / ".cache" / "jax"))
+    """JAX's persistent compilation cache under ``results/.cache/jax`` (reused across invocations).
+
+    The path is made absolute: JAX keeps one cache per process, and jobs (or a test driving several
+    workflows) may run from another working directory.
+    """
+    cache = (Path(results) / ".cache" / "jax").resolve()
+    cache.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(cache))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
