@@ -59,3 +59,12 @@ def test_fits_recover_exponent_and_slope():
     assert power_law(x, 3 * x**-2.0)[0] == pytest.approx(-2.0)
     assert log_law(x, 1 - 0.5 * np.log(x))[0] == pytest.approx(-0.5)
     assert np.isnan(power_law(x[:2], x[:2])[0])
+
+
+def test_accuracy_of_one_logit_counts_zero_as_the_positive_class():
+    from ntkpipe.measure.accuracy import accuracy
+
+    targets = np.array([[1.0], [-1.0], [1.0], [1.0]])
+    assert accuracy(np.array([[0.3], [-2.0], [-0.1], [5.0]]), targets) == pytest.approx(0.75)
+    assert accuracy(np.zeros((4, 1)), targets) == pytest.approx(0.75)  # f ≡ 0 scores the share of +1 labels
+    assert accuracy(np.eye(3)[[0, 2, 1]], np.eye(3)[[0, 2, 2]]) == pytest.approx(2 / 3)

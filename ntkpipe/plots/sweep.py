@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
+from matplotlib.ticker import NullFormatter
 
 from ntkpipe.measure.fits import FITS
 from ntkpipe.plots.style import (axis_label, darker, final_value, hue_colors, hue_label, is_numeric, new_figure,
@@ -69,9 +70,14 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
         ax.axhline(level, color="black", ls="--", lw=1.3, label=f"{shown} ({level:.3g})")
     ax.set_xscale("log" if spec.logx else "linear")
     ax.set_yscale("log" if spec.logy else "linear")
-    if not is_numeric(ds[spec.x].values):
-        ax.set_xticks(_positions(ds[spec.x].values), [str(v) for v in ds[spec.x].values])
+    x_values = ds[spec.x].values
+    if not is_numeric(x_values):
+        ax.set_xticks(_positions(x_values), [str(v) for v in x_values])
         ax.set_xmargin(0.15)
+    elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
+        shown = [v for v in x_values if v > 0]
+        ax.set_xticks(shown, [f"{v:g}" for v in shown])
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(axis_label(spec.x))
     ax.set_ylabel(spec.ylabel or " / ".join(variable_label(v) for v in ys))
     ax.grid(True, which="major", alpha=0.3)
