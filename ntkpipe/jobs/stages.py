@@ -9,9 +9,9 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.data import load_dataset
-from ntkpipe.measure.eigen import top_eigenpairs
 from ntkpipe.models import build_model
 from ntkpipe.ntk import empirical_ntk, flatten_gram
+from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.spec.plan import StageJob
 from ntkpipe.spec.schema import DataSpec, ModelSpec
 from ntkpipe.store import read_store, write_store
