@@ -1,7 +1,8 @@
-"""Datasets: synthetic teachers, scikit-learn digits, local MNIST/CIFAR-10 files, whitening, labels."""
+"""Datasets: synthetic teachers, scikit-learn digits, local MNIST/CIFAR-10 files, whitening, labels, NAD tasks."""
 
 from ntkpipe.data.dataset import Dataset, class_targets, load_dataset, output_count
 from ntkpipe.data.labels import eigenvector_sign_targets
+from ntkpipe.data.nad import nad_samples
 from ntkpipe.data.whitening import partial_whitening_map
 
-__all__ = ["Dataset", "class_targets", "eigenvector_sign_targets", "load_dataset", "output_count", "partial_whitening_map"]
+__all__ = ["Dataset", "class_targets", "eigenvector_sign_targets", "load_dataset", "nad_samples", "output_count", "partial_whitening_map"]
