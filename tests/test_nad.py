@@ -96,11 +96,13 @@ def test_gaussian_mixed_gram_is_the_gram_of_the_mean_over_the_same_draws(build, 
     assert_close(gram, m.T @ m)
 
 
-def test_gaussian_mixed_gram_needs_draws():
+def test_gaussian_estimates_need_draws():
     with pytest.raises(ValueError, match="samples >= 1 and a key"):
         mixed_gram(gelu_mlp(), (5,), at="gaussian", samples=10)
     with pytest.raises(ValueError, match="'origin' or 'gaussian'"):
         mixed_gram(gelu_mlp(), (5,), at="data")
+    with pytest.raises(ValueError, match="samples >= 2"):
+        stein_check(gelu_mlp(), (5,), np.eye(5)[:1], samples=1, key=jax.random.key(0))
 
 
 @pytest.mark.parametrize("half_margin, margin", [(True, 0.75), (False, 1.5)])

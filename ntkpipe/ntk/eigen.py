@@ -1,4 +1,4 @@
-"""Eigendecomposition of a stored Gram matrix (float64)."""
+"""Eigendecomposition of a Gram matrix (float64), with a reproducible sign for each eigenvector."""
 
 from __future__ import annotations
 
