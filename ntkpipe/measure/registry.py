@@ -178,7 +178,8 @@ MEASUREMENTS = [
                 (Variable("nad_alignment", "σ_j² (predicted alignment)"),), final.nad_alignment, req.needs_nad_data,
                 where_applicable=True),
     Measurement("stein_check", "final", "Stein check of Theorem 1: relative error between the Monte-Carlo "
-                "‖E[(uᵀx)∇θf(x)]‖² and ‖E[∇²ₓθf(x)]u‖² for the top NADs and one random u",
+                "‖E[(uᵀx)∇θf(x)]‖² and ‖E[∇²ₓθf(x)]u‖² over stein_vector = 1…k, the top k NADs, then "
+                "one random unit u (last)",
                 (Variable("stein_relerr", "relative error of the Stein identity", ("stein_vector",)),),
                 final.stein_check, req.needs_nad_data, where_applicable=True),
     Measurement("nad_directions", "final", "the first NADs as images (linearized-networks Fig. 10)",
