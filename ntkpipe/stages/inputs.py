@@ -21,7 +21,7 @@ from jax.flatten_util import ravel_pytree
 from ntkpipe.data import Dataset, eigenvector_sign_targets, load_dataset, output_count
 from ntkpipe.measure.context import RunContext
 from ntkpipe.models import Linearized, build_model, trainable
-from ntkpipe.spec.schema import RunSpec
+from ntkpipe.spec.schema import DataSpec, RunSpec
 from ntkpipe.store import read_store
 
 REFERENCES: dict[str, tuple[str, ...]] = {
@@ -36,22 +36,22 @@ def read_stages(paths: dict[str, Path]) -> dict[str, xr.Dataset]:
     return {role: read_store(path).load() for role, path in paths.items()}
 
 
-def run_data(spec: RunSpec, stages: dict[str, xr.Dataset]) -> Dataset:
-    """The run's data: along its NAD direction if it has one, with eigenvector labels if asked."""
+def run_data(spec: DataSpec, stages: dict[str, xr.Dataset]) -> Dataset:
+    """The data of ``spec``: along its NAD direction if it has one, with eigenvector labels if asked."""
     direction = None
-    if spec.data.directions is not None:
-        direction = stages["directions"]["directions"].values[spec.data.directions.nad_index - 1]
-    data = load_dataset(spec.data, direction=direction)
-    if spec.data.labels.kind == "eigenvector_sign":
+    if spec.directions is not None:
+        direction = stages["directions"]["directions"].values[spec.directions.nad_index - 1]
+    data = load_dataset(spec, direction=direction)
+    if spec.labels.kind == "eigenvector_sign":
         data = data.with_targets(eigenvector_sign_targets(stages["labels"]["eigenvectors"].values,
-                                                          spec.data.labels.eigen_index))
+                                                          spec.labels.eigen_index))
     return data
 
 
 def run_context(spec: RunSpec, stage_paths: dict[str, Path]) -> RunContext:
     """The run's data and initial model (linearized around its origin's θ_k if it has one)."""
     stages = read_stages(stage_paths)
-    data = run_data(spec, stages)
+    data = run_data(spec.data, stages)
     model0 = build_model(spec.model, data.input_shape, output_count(spec.data), spec.seed)
     if spec.model.origin is not None:
         model0 = Linearized(origin_network(model0.origin, stages["origin"], spec.model.origin.epochs),

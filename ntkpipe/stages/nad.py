@@ -31,7 +31,7 @@ def compute_nads(job: StageJob, out: str | Path) -> Path:
     tests = np.concatenate([directions[: cfg["stein_vectors"]],
                             (random_direction / np.linalg.norm(random_direction))[None]])
     check = stein_check(model, shape, tests, samples=cfg["stein_samples"], key=jax.random.fold_in(key, 1))
-    image_dims = ("row", "column", "channel")[: len(shape)] if len(shape) == 3 else ("coordinate",)
+    image_dims = ("row", "column", "channel") if len(shape) == 3 else ("coordinate",)
     ds = xr.Dataset(
         {"sigma_sq": ("nad_index", np.asarray(sigma_sq)),
          "directions": (("nad_index", *image_dims), np.asarray(directions)),

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import equinox as eqx
 
-from ntkpipe.data import Dataset, load_dataset
+from ntkpipe.data import Dataset
 from ntkpipe.models import build_model
 from ntkpipe.spec.schema import MODEL_SPEC, DataSpec
+from ntkpipe.stages.inputs import read_stages, run_data
 from ntkpipe.stages.job import StageJob
-from ntkpipe.store import read_store
 
 
 def network_slice(run_config: dict) -> dict:
@@ -25,12 +25,7 @@ def inputs_slice(run_config: dict) -> dict:
 
 def stage_data(job: StageJob) -> Dataset:
     """The inputs of ``job.config["data"]`` (along its NAD direction, read from the job's inputs)."""
-    spec = DataSpec.model_validate(job.config["data"])
-    direction = None
-    if spec.directions is not None:
-        nads = read_store(job.inputs["directions"], expect_id=spec.directions.stage)
-        direction = nads["directions"].values[spec.directions.nad_index - 1]
-    return load_dataset(spec, direction=direction)
+    return run_data(DataSpec.model_validate(job.config["data"]), read_stages(job.inputs))
 
 
 def stage_network(job: StageJob, input_shape: tuple[int, ...]) -> eqx.Module:
