@@ -68,7 +68,7 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
         raise SpecError(str(specs), [f"{Path(e.path).name}: {p}" for e in errors for p in e.problems])
     if files and not plans:
         raise SpecError(str(specs), [f"no spec declares the variant {variant!r}"])
-    runs = {r.id: r for plan in plans.values() for r in plan.runs}
+    runs = {r.id: r for plan in plans.values() for r in plan.runs + plan.support_runs}
     stages = {s.id: s for plan in plans.values() for s in plan.stages.values()}
     return WorkflowIndex(results, plans, runs, stages)
 

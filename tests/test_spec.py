@@ -311,7 +311,7 @@ def test_architectures_are_a_union_with_their_own_fields(tmp_path):
     study = load_study(write(tmp_path, CNN_STUDY))
     assert study.runs[0].model.architecture == "cnn" and study.runs[0].model.conv[0].pool == "avg"
     found = problems(tmp_path, CNN_STUDY.replace("dense: [4]", "dense: [4], depth: 3"))
-    assert found == ["line 2: model.depth: unknown key (allowed: activation, architecture, bias, conv, dense, "
+    assert found == ["line 2: model.depth: unknown key (allowed: activation, architecture, bias, conv, dense, gamma, "
                      "kind, origin, output_scale, parameterization, preset, sigma)"]
     found = problems(tmp_path, CNN_STUDY.replace("conv: [{channels: 2, kernel_size: 3, pool: avg}], dense: [4]",
                                                  "preset: lenet5, conv: []"))

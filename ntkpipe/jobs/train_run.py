@@ -8,26 +8,68 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ntkpipe.measure.context import ModelView, RunContext
+from ntkpipe.errors import ResultError
+from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, RunContext
 from ntkpipe.measure.registry import REGISTRY, VARIABLES
-from ntkpipe.models import run_keys
+from ntkpipe.models import learning_rate_scale, run_keys
+from ntkpipe.ntk import empirical_ntk, flatten_gram
+from ntkpipe.spec.schema import KERNEL_KINDS, REFERENCE_KINDS
 from ntkpipe.stages import run_context
 from ntkpipe.store import write_store
 from ntkpipe.study.plan import RunJob
-from ntkpipe.train.loop import train
+from ntkpipe.train.kernel_dynamics import KernelStart, evolve_kernel
+from ntkpipe.train.loop import Trajectory, train
 
 
 def _checkpoint_measure(run: RunContext):
     items = [m for m in run.spec.measure if REGISTRY[m.name].when == "checkpoint" and m.name != "loss"]
 
-    def measure(model, index: int, last: bool) -> dict:
-        view = ModelView(model, run, index, last)
+    def measure(view: CheckpointView) -> dict:
         out = REGISTRY["loss"].compute(view, None)  # always: it detects divergence
         for item in items:
             out.update(REGISTRY[item.name].compute(view, item))
         return out
 
     return measure
+
+
+def _kernel_start(run: RunContext) -> KernelStart:
+    """K₀ and f₀ of the run's network over train ∪ test. The OFE takes the NTK of the unscaled
+    network, γ²·K_g (its own γ is the feature-learning rate of Eq. 6, not an output rescaling)."""
+    x_all = run.data.x_all
+    gram = np.asarray(flatten_gram(empirical_ntk(run.model0, x_all)), np.float64)
+    if run.spec.model.kind in ("ofe", "ofe_fit"):
+        gram = gram * run.spec.model.gamma**2
+    view = ModelView(run.model0, run)
+    return KernelStart(gram, np.concatenate([view.f_train, view.f_test]), run.data.y_train)
+
+
+def _reference(run: RunContext, path) -> dict[str, float]:
+    """The final value of what a kernel kind reads from its trained network's run store."""
+    kind = run.spec.model.kind
+    if kind not in REFERENCE_KINDS:
+        return {}
+    name = REFERENCE_KINDS[kind]
+    store = run.stages["reference"]
+    if int(store["diverged"]) or not np.isfinite(store[name].values[-1]):
+        raise ResultError(f"{path}: the network run that model.kind {kind!r} reads diverged, so it has no final "
+                          f"{name}; fix the network's training (e.g. lower train.optimizer.lr) and rerun")
+    return {name: float(store[name].values[-1])}
+
+
+def _evolve(job: RunJob, run: RunContext) -> Trajectory:
+    """The network trained, or the kernel kind evolved, with measurements at every checkpoint."""
+    spec, measure, label = job.spec, _checkpoint_measure(run), f"run {job.id[:8]}"
+    if spec.model.kind in KERNEL_KINDS:
+        return evolve_kernel(spec.model.kind, _kernel_start(run), spec.train, gamma=spec.model.gamma,
+                             lr_scale=learning_rate_scale(spec.model),
+                             reference=_reference(run, job.stage_paths.get("reference")),
+                             measure=lambda i, last, f_tr, f_te, gram: measure(KernelView(run, i, last, f_tr, f_te, gram)),
+                             label=label)
+    _, batch_key = run_keys(spec.seed)
+    return train(run.model0, run.data.x_train, run.data.y_train, spec.train, key=batch_key,
+                 measure=lambda model, i, last: measure(ModelView(model, run, i, last)), label=label,
+                 lr_scale=learning_rate_scale(spec.model))
 
 
 def _variable(name: str, value, n_time: int) -> tuple[tuple[str, ...], np.ndarray]:
@@ -47,9 +89,7 @@ def train_run(job: RunJob, out: str | Path) -> Path:
     tic = time.perf_counter()
     spec = job.spec
     run = run_context(spec, job.stage_paths)
-    _, batch_key = run_keys(spec.seed)
-    traj = train(run.model0, run.data.x_train, run.data.y_train, spec.train, key=batch_key,
-                 measure=_checkpoint_measure(run), label=f"run {job.id[:8]}")
+    traj = _evolve(job, run)
     requested = {v.name for m in spec.measure for v in REGISTRY[m.name].variables}
     values = {k: v for k, v in traj.series.items() if k in requested}
     tic_final = time.perf_counter()

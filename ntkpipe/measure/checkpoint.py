@@ -6,7 +6,7 @@ import numpy as np
 
 from ntkpipe.measure.accuracy import accuracy
 from ntkpipe.measure.context import ModelView
-from ntkpipe.measure.kernel_stats import kernel_alignment, kernel_norm
+from ntkpipe.ntk.kernel_stats import kernel_alignment, kernel_norm
 from ntkpipe.measure.rotation import energy_concentration
 from ntkpipe.measure.weights import first_layer_alignment, moving_network
 from ntkpipe.theory.final_kernel import mode_strengths

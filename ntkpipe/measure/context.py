@@ -77,17 +77,24 @@ class RunContext:
         return float(values[j - 1]), vectors[:, j - 1]
 
 
-class ModelView:
-    """Outputs and NTK Grams of ``model`` on a run's data, each computed on first use, at
-    checkpoint ``index`` (``last``: the final one) of the run."""
+class CheckpointView:
+    """What checkpoint measurements read at checkpoint ``index`` (``last``: the final one) of a run."""
 
-    def __init__(self, model: eqx.Module, run: RunContext, index: int = 0, last: bool = True):
-        self.model, self.run, self.index, self.last = model, run, index, last
+    run: RunContext
+    index: int
+    last: bool
 
     def scheduled(self, every: int) -> bool:
         """Whether a measurement taken at init, at the end and every ``every``-th checkpoint (0:
         never in between) is due here."""
         return self.index == 0 or self.last or (every > 0 and self.index % every == 0)
+
+
+class ModelView(CheckpointView):
+    """Outputs and NTK Grams of ``model`` on a run's data, each computed on first use."""
+
+    def __init__(self, model: eqx.Module, run: RunContext, index: int = 0, last: bool = True):
+        self.model, self.run, self.index, self.last = model, run, index, last
 
     def gram_subset(self, n: int) -> np.ndarray:
         """(n·C, n·C) float64 NTK Gram on the first ``n`` training inputs."""
@@ -105,3 +112,21 @@ class ModelView:
     def gram_train(self) -> np.ndarray:
         """(P·C, P·C) float64 NTK Gram on the training inputs."""
         return np.asarray(flatten_gram(empirical_ntk(self.model, self.run.data.x_train)))
+
+
+class KernelView(CheckpointView):
+    """The state of a kernel model (``kgd``, ``akgd``, ``ofe``, ``ofe_fit``) at a checkpoint: its
+    outputs on the training (and test) points and its (P·C, P·C) Gram on the training points.
+    Measurements flagged ``kernel_models`` read it as they read a :class:`ModelView`."""
+
+    model = None
+
+    def __init__(self, run: RunContext, index: int, last: bool, f_train: np.ndarray, f_test: np.ndarray | None,
+                 gram_train: np.ndarray):
+        self.run, self.index, self.last = run, index, last
+        self.f_train, self.f_test, self.gram_train = f_train, f_test, gram_train
+
+    def gram_subset(self, n: int) -> np.ndarray:
+        """(n·C, n·C) Gram on the first ``n`` training inputs."""
+        c = self.f_train.shape[1]
+        return self.gram_train[: n * c, : n * c]

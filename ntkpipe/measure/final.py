@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ntkpipe.measure.context import RunContext
+from ntkpipe.measure.context import ModelView, RunContext
 from ntkpipe.measure.crossing import first_crossing, half_loss_time, variation_after
 from ntkpipe.measure.kernel_regression import kernel_predictions
 from ntkpipe.measure.weights import moving_network
@@ -17,7 +17,7 @@ from jax.flatten_util import ravel_pytree
 from ntkpipe.measure.rotation import parameter_distances
 from ntkpipe.models import trainable
 from ntkpipe.ntk import jacobian_alignment, jacobian_alignments
-from ntkpipe.theory import deep_linear, final_kernel, two_layer
+from ntkpipe.theory import deep_linear, feature_evolution, final_kernel, two_layer
 from ntkpipe.train.loop import Trajectory
 
 
@@ -181,3 +181,18 @@ def stein_check(run: RunContext, traj: Trajectory, item) -> dict:
 def nad_directions(run: RunContext, traj: Trajectory, item) -> dict:
     """The first ``count`` NADs as (row, column, channel) images."""
     return {"nad_directions": run.stages["directions"]["directions"].values[: item.options["count"]]}
+
+
+def ofe_numbers(run: RunContext, traj: Trajectory, item) -> dict:
+    """What the OFE run yields besides its series: the γ it used (γ̂ for ``ofe_fit``), the max relative
+    drift of C = γΔΔᵀ + K (App. B, Eq. 35), and the final alignment A(K∞, y), K∞ = γyyᵀ + K₀ (Eq. 7)."""
+    return {k: traj.finals[k] for k in ("ofe_gamma", "ofe_conservation_error", "ofe_final_alignment")}
+
+
+def gamma_hat(run: RunContext, traj: Trajectory, item) -> dict:
+    """γ̂: the feature-learning rate at which the OFE's final kernel K₀ + γ̂yyᵀ has the network's final
+    alignment (kernel-alignment Fig. 2C–D, 5B), with K₀ the initial NTK of the unscaled network
+    (γ²·K_g for a network rescaled by γ) and Δ₀ = −y."""
+    y = run.data.y_train.reshape(-1)
+    k0 = ModelView(run.model0, run).gram_train * run.spec.model.gamma**2
+    return {"gamma_hat": feature_evolution.fit_feature_rate(k0, -y, y, float(traj.series["alignment"][-1]))}

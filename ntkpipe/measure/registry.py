@@ -13,7 +13,7 @@ from typing import Callable, Literal
 from ntkpipe.measure import checkpoint, final
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.options import Option
-from ntkpipe.spec.schema import RunSpec
+from ntkpipe.spec.schema import KERNEL_KINDS, RunSpec
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,8 @@ class Measurement:
     """One measurement: when it is taken, what it stores, what it needs.
 
     ``requires(run)`` says why a run cannot have it (None if it can); ``architectures`` lists the
-    model architectures it reads (None: any); ``options`` are its declared options, whose defaults
+    model architectures it reads (None: any); ``kernel_models`` says it reads only outputs and the
+    NTK Gram, so kernel kinds (kgd, akgd, ofe, ofe_fit) have it too; ``options`` are its declared options, whose defaults
     validation fills into every run's config; ``depends_on`` names measurements whose series it reads.
     """
 
@@ -43,12 +44,16 @@ class Measurement:
     depends_on: tuple[str, ...] = ()
     options: tuple[Option, ...] = ()
     architectures: tuple[str, ...] | None = None
+    kernel_models: bool = False
     where_applicable: bool = False
     """Computed for the runs that meet its requirements, NaN for the others (theory overlays, and
     measurements of one task in a study of several); otherwise every run must meet them."""
 
     def unmet(self, run: RunSpec) -> str | None:
-        """Why ``run`` cannot have this measurement: its architecture, then its own requirements."""
+        """Why ``run`` cannot have this measurement: its model kind and architecture, then its own requirements."""
+        if run.model.kind in KERNEL_KINDS and not self.kernel_models:
+            return (f"reads the network's weights or Jacobian; model.kind {run.model.kind!r} evolves a kernel "
+                    "(applies to kinds network, linearized)")
         arch = run.model.architecture
         if self.architectures is not None and arch not in self.architectures:
             return (f"reads {' / '.join(self.architectures)} weights; model.architecture is {arch!r} "
@@ -65,18 +70,18 @@ MLP_ONLY = ("mlp",)
 
 MEASUREMENTS = [
     Measurement("loss", "checkpoint", "training loss on the full training set",
-                (_series("loss", "training loss"),), checkpoint.train_loss),
+                (_series("loss", "training loss"),), checkpoint.train_loss, kernel_models=True),
     Measurement("test_loss", "checkpoint", "loss on the test set",
-                (_series("test_loss", "test loss"),), checkpoint.test_loss, req.needs_test),
+                (_series("test_loss", "test loss"),), checkpoint.test_loss, req.needs_test, kernel_models=True),
     Measurement("train_accuracy", "checkpoint", "accuracy on the training set",
-                (_series("train_accuracy", "train accuracy"),), checkpoint.train_accuracy, req.needs_classes),
+                (_series("train_accuracy", "train accuracy"),), checkpoint.train_accuracy, req.needs_classes, kernel_models=True),
     Measurement("test_accuracy", "checkpoint", "accuracy on the test set",
                 (_series("test_accuracy", "test accuracy"),), checkpoint.test_accuracy,
-                lambda r: req.needs_test(r) or req.needs_classes(r)),
+                lambda r: req.needs_test(r) or req.needs_classes(r), kernel_models=True),
     Measurement("kernel_norm", "checkpoint", "Frobenius norm of the train NTK Gram",
-                (_series("kernel_norm", "‖K‖_F"),), checkpoint.gram_norm),
+                (_series("kernel_norm", "‖K‖_F"),), checkpoint.gram_norm, kernel_models=True),
     Measurement("alignment", "checkpoint", "kernel alignment yᵀKy / (‖K‖_F ‖y‖²) on the train set",
-                (_series("alignment", "kernel alignment A(t)"),), checkpoint.gram_alignment),
+                (_series("alignment", "kernel alignment A(t)"),), checkpoint.gram_alignment, kernel_models=True),
     Measurement("first_layer_alignment", "checkpoint", "cos(W₁ᵀW₁, ββᵀ) with β the least-squares direction",
                 (_series("first_layer_alignment", "cos(W₁ᵀW₁, ββᵀ)"),), checkpoint.layer_one_alignment,
                 req.needs_scalar_output, architectures=MLP_ONLY),
@@ -87,15 +92,15 @@ MEASUREMENTS = [
                 (_series("q", "q(t)"), _series("r", "r(t)")), checkpoint.teacher_overlaps, req.two_layers,
                 architectures=MLP_ONLY),
     Measurement("mode_strength", "checkpoint", "strengths u_kᵀ Σ_fx v_k along the target's singular modes",
-                (_series("mode_strength", "mode strength m_k", "mode"),), checkpoint.mode_strength),
+                (_series("mode_strength", "mode strength m_k", "mode"),), checkpoint.mode_strength, kernel_models=True),
     Measurement("t_half", "final", "first time the loss reaches half its initial value",
-                (Variable("t_half", "t½"),), final.t_half, depends_on=("loss",)),
+                (Variable("t_half", "t½"),), final.t_half, depends_on=("loss",), kernel_models=True),
     Measurement("t_align", "final", "first time cos(W₁ᵀW₁, ββᵀ) reaches the threshold",
                 (Variable("t_align", "t_align"),), final.t_align, depends_on=("first_layer_alignment",),
                 options=(Option("threshold", float, 0.5, "level of cos(W₁ᵀW₁, ββᵀ)", -1.0, 1.0),)),
     Measurement("alignment_after_half", "final", "fraction of the total variation of A(t) after t½",
                 (Variable("alignment_after_half", "share of alignment change after t½"),),
-                final.alignment_after_half, depends_on=("loss", "alignment")),
+                final.alignment_after_half, depends_on=("loss", "alignment"), kernel_models=True),
     Measurement("t_half_theory", "final",
                 "t½ from the deep-linear ODE ċ = L c^{2-2/L}(s − c), c₀ from the initial weights",
                 (Variable("t_half_theory", "t½ (theory)"),), final.t_half_theory, req.deep_linear_theory,
@@ -124,7 +129,7 @@ MEASUREMENTS = [
                          Option("rcond", float, 1e-10, "eigenvalue cutoff relative to λ_max", 0.0, 1.0,
                                 open_low=True, open_high=True))),
     Measurement("input_spectrum", "final", "eigenvalues of XᵀX/P of the training inputs",
-                (Variable("input_spectrum", "eigenvalue of XᵀX/P", ("spectrum_index",)),), final.input_spectrum),
+                (Variable("input_spectrum", "eigenvalue of XᵀX/P", ("spectrum_index",)),), final.input_spectrum, kernel_models=True),
     Measurement("two_layer_theory", "final",
                 "q(t), r(t) (Eq. 50–51) and u(t)² (Eq. C.4) and the simulation's largest deviation from them",
                 (_series("q_theory", "q(t) theory"), _series("r_theory", "r(t) theory"),
@@ -156,7 +161,7 @@ MEASUREMENTS = [
                 (_series("energy_concentration", "energy concentration ‖Φ_Kᵀy‖/‖y‖"),), checkpoint.energy,
                 options=(Option("top_k", int, 50, "eigenvectors K", 1),
                          Option("subset", int, 500, "training points in the Gram (the first n)", 2),
-                         Option("every", int, 0, "also at every k-th checkpoint (0: init and end only)", 0))),
+                         Option("every", int, 0, "also at every k-th checkpoint (0: init and end only)", 0)), kernel_models=True),
     Measurement("rotation", "final",
                 "α_T(φ_i)/α_0(φ_i) for the init eigenvectors i = 1…K, α_t(φ) = ‖J_tᵀφ‖² over train ∪ test "
                 "(linearized-networks Fig. 7), and the index where it peaks",
@@ -168,7 +173,7 @@ MEASUREMENTS = [
                 "threshold, interpolated between checkpoints (linearized-networks Figs. 3, 13)",
                 (Variable("steps_to_threshold", "steps to training loss threshold"),), final.steps_to_threshold,
                 depends_on=("loss",), options=(Option("threshold", float, 0.01, "training-loss level", 0.0,
-                                                      open_low=True),)),
+                                                      open_low=True),), kernel_models=True),
     Measurement("param_distance", "final", "‖θ_T − θ_0‖₂ and 1 − cos(θ_T, θ_0) over the trainable parameters "
                 "(linearized-networks Fig. 14)",
                 (Variable("param_distance", "‖θ_T − θ_0‖₂"),
@@ -186,6 +191,16 @@ MEASUREMENTS = [
                 (Variable("nad_directions", "NAD v_j", ("nad", "row", "column", "channel")),),
                 final.nad_directions, req.needs_image_nad_data, where_applicable=True,
                 options=(Option("count", int, 10, "how many NADs", 1),)),
+    Measurement("gamma_hat", "final", "γ̂: the OFE feature-learning rate whose final kernel K₀ + γ̂yyᵀ has the "
+                "network's final alignment (kernel-alignment Figs. 2C–D, 5B)",
+                (Variable("gamma_hat", "fitted feature-learning rate γ̂"),), final.gamma_hat,
+                req.needs_trained_weights, depends_on=("alignment",), where_applicable=True),
+    Measurement("ofe", "final", "the optimal-feature-evolution run's γ (γ̂ for ofe_fit), the max relative drift "
+                "‖C(t) − C(0)‖_F/‖C(0)‖_F of C = γΔΔᵀ + K, and A(K∞, y) with K∞ = γyyᵀ + K₀ (Eqs. 6–7, 35)",
+                (Variable("ofe_gamma", "OFE feature-learning rate γ"),
+                 Variable("ofe_conservation_error", "max relative drift of C = γΔΔᵀ + K"),
+                 Variable("ofe_final_alignment", "A(K∞, y), K∞ = γyyᵀ + K₀ (theory)")),
+                final.ofe_numbers, req.needs_ofe, kernel_models=True, where_applicable=True),
 ]
 
 REGISTRY: dict[str, Measurement] = {m.name: m for m in MEASUREMENTS}

@@ -5,9 +5,22 @@ from __future__ import annotations
 from ntkpipe.data.dataset import output_count
 from ntkpipe.spec.schema import RunSpec
 
+OFE_KINDS = ("ofe", "ofe_fit")
+
 
 def needs_test(run: RunSpec) -> str | None:
+    if run.model.kind in OFE_KINDS:
+        return f"needs test predictions; model.kind {run.model.kind!r} (Eq. 6) evolves the training outputs only"
     return None if run.data.n_test > 0 else "needs test points: set data.n_test > 0"
+
+
+def needs_ofe(run: RunSpec) -> str | None:
+    return None if run.model.kind in OFE_KINDS else "applies only with model.kind 'ofe' or 'ofe_fit'"
+
+
+def needs_trained_weights(run: RunSpec) -> str | None:
+    return None if run.model.kind in ("network", "linearized") else (
+        f"reads the trained network; model.kind {run.model.kind!r} evolves a kernel")
 
 
 def needs_classes(run: RunSpec) -> str | None:
@@ -39,6 +52,7 @@ def _gradient_flow_checks(run: RunSpec) -> list[tuple[bool, str]]:
         (not run.model.bias, "model.bias false"),
         (run.model.parameterization == "standard", "model.parameterization 'standard'"),
         (run.model.kind == "network", "model.kind 'network'"),
+        (run.model.gamma == 1.0, "model.gamma 1"),
         (run.train.loss == "mse", "train.loss 'mse'"),
         (run.train.optimizer.name == "gd" and run.train.optimizer.schedule == "constant",
          "train.optimizer 'gd' with a constant schedule (gradient flow)"),

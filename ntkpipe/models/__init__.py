@@ -1,6 +1,6 @@
 """Network architectures (equinox modules), their builders and their linearizations."""
 
-from ntkpipe.models.build import ARCHITECTURES, build_model, run_keys
+from ntkpipe.models.build import ARCHITECTURES, build_model, learning_rate_scale, run_keys
 from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
 from ntkpipe.models.linearized import Linearized, trainable
 from ntkpipe.models.mlp import ACTIVATIONS, MLP
@@ -14,6 +14,7 @@ __all__ = [
     "ConvLayer",
     "Linearized",
     "build_model",
+    "learning_rate_scale",
     "run_keys",
     "trainable",
 ]

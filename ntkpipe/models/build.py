@@ -25,8 +25,9 @@ def run_keys(seed: int) -> tuple[jax.Array, jax.Array]:
 
 
 def _common(spec) -> dict:
+    """Fields every builder takes; the feature-learning rate γ divides the output (g = f/γ, kernel-alignment Sec. 4.2)."""
     return dict(activation=spec.activation, parameterization=spec.parameterization, sigma=spec.sigma,
-                output_scale=spec.output_scale, bias=spec.bias)
+                output_scale=spec.output_scale / spec.gamma, bias=spec.bias)
 
 
 def build_mlp(spec: MlpSpec, input_shape: tuple[int, ...], out_size: int, key) -> MLP:
@@ -48,8 +49,14 @@ ARCHITECTURES: dict[str, Callable[..., eqx.Module]] = {"mlp": build_mlp, "cnn": 
 """``model.architecture`` → builder ``(spec, input_shape, out_size, key) → network``."""
 
 
+def learning_rate_scale(spec: ModelSpec) -> float:
+    """γ²: a network with feature-learning rate γ trains with η = η₀γ² (kernel-alignment App. C)."""
+    return spec.gamma**2
+
+
 def build_model(spec: ModelSpec, input_shape: tuple[int, ...], out_size: int, seed: int):
-    """The network of ``spec`` at init (or its linearization for ``kind: linearized``)."""
+    """The network of ``spec`` at init (or its linearization for ``kind: linearized``; kernel kinds
+    evolve the NTK of this network)."""
     init_key, _ = run_keys(seed)
     net = ARCHITECTURES[spec.architecture](spec, tuple(input_shape), out_size, init_key)
     return Linearized(net) if spec.kind == "linearized" else net

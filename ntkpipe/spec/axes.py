@@ -1,4 +1,8 @@
-"""Sweep axes: each sweepable spec leaf under one unique short name (``sigma`` → ``model.sigma``).
+"""Sweep axes: each sweepable spec leaf under a short name (``sigma`` → ``model.sigma``).
+
+A short name that two sections share (``gamma``: the partial-whitening γ of ``data`` and the
+feature-learning rate γ of ``model``) is ambiguous: a sweep writes it qualified (``data.gamma``,
+``model.gamma``) and the study dataset still names the dimension ``gamma``.
 
 Sections may be unions (``model`` is one spec per architecture): an axis names the same key path
 in every member that has it, and a run whose architecture lacks the key is a validation error
@@ -32,7 +36,7 @@ def models_in(annotation) -> list[type[BaseModel]]:
     return []
 
 
-def _leaf_axes(annotation, prefix: tuple[str, ...], found: dict[str, tuple[str, ...]]) -> None:
+def _leaf_axes(annotation, prefix: tuple[str, ...], found: dict[str, list[tuple[str, ...]]]) -> None:
     for model in models_in(annotation):
         for name, field in model.model_fields.items():
             path = prefix + (name,)
@@ -42,21 +46,34 @@ def _leaf_axes(annotation, prefix: tuple[str, ...], found: dict[str, tuple[str, 
             if name in NOT_SWEEPABLE_FIELDS:
                 continue
             extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-            axis_name = extra.get("axis", name)
-            if found.get(axis_name, path) != path:
-                raise TypeError(f"axis name {axis_name!r} is used by {found[axis_name]} and {path}")
-            found[axis_name] = path
+            paths = found.setdefault(extra.get("axis", name), [])
+            if path not in paths:
+                if paths and paths[0][0] == path[0]:
+                    raise TypeError(f"axis name {name!r} is used twice in section {path[0]!r}: {paths[0]}, {path}")
+                paths.append(path)
 
 
-def _build() -> dict[str, tuple[str, ...]]:
-    axes: dict[str, tuple[str, ...]] = {"seed": ("seed",)}
+def _build() -> tuple[dict[str, tuple[str, ...]], dict[str, list[str]]]:
+    found: dict[str, list[tuple[str, ...]]] = {"seed": [("seed",)]}
     for section, annotation in SWEEPABLE_SECTIONS.items():
-        _leaf_axes(annotation, (section,), axes)
-    return axes
+        _leaf_axes(annotation, (section,), found)
+    axes, ambiguous = {}, {}
+    for name, paths in found.items():
+        if len(paths) == 1:
+            axes[name] = paths[0]
+            continue
+        ambiguous[name] = [f"{path[0]}.{name}" for path in paths]
+        axes.update({f"{path[0]}.{name}": path for path in paths})
+    return axes, ambiguous
 
 
-AXES: dict[str, tuple[str, ...]] = _build()
-"""Axis name → key path in the study spec."""
+AXES, AMBIGUOUS = _build()
+"""Axis name → key path in the study spec; ambiguous short name → its qualified axis names."""
+
+
+def dimension(axis_name: str) -> str:
+    """The study-dataset dimension of an axis: its short name (``model.gamma`` → ``gamma``)."""
+    return axis_name.rsplit(".", 1)[-1]
 
 
 def suggest(word: str, choices) -> str:

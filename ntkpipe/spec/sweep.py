@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from ntkpipe.spec.axes import AXES, suggest
+from ntkpipe.spec.axes import AMBIGUOUS, AXES, dimension, suggest
 
 Point = dict[str, Any]
 SPECIAL = ("zip", "union", "product", "cases")
@@ -121,10 +121,28 @@ def expand(node, key_path: tuple = ()) -> list[Point]:
                     sub = _product(sub, part, here)
         elif key in AXES:
             sub = [{key: v} for v in axis_values(value, here)]
+        elif key in AMBIGUOUS:
+            raise SweepError(_ambiguous(key), here)
         else:
             raise SweepError(f"unknown sweep axis {key!r}{suggest(key, list(AXES) + list(SPECIAL))}", here)
         points = _product(points, sub, here)
     return points
+
+
+def _ambiguous(key: str) -> str:
+    return (f"axis {key!r} names several spec keys; write {' or '.join(repr(k) for k in AMBIGUOUS[key])} "
+            f"(the dataset dimension is still {key!r})")
+
+
+def to_dimensions(points: list[Point]) -> tuple[list[Point], dict[str, str]]:
+    """Points keyed by dataset dimension (``model.gamma`` → ``gamma``), and dimension → axis key."""
+    keys: dict[str, str] = {}
+    for key in dict.fromkeys(k for p in points for k in p):
+        dim = dimension(key)
+        if keys.setdefault(dim, key) != key:
+            raise SweepError(f"the sweep sets both {keys[dim]!r} and {key!r}, which would share the dataset "
+                             f"dimension {dim!r}; vary one of them with a case axis")
+    return [{dimension(k): v for k, v in p.items()} for p in points], keys
 
 
 def _zip(value, key_path: tuple) -> list[Point]:
@@ -132,6 +150,8 @@ def _zip(value, key_path: tuple) -> list[Point]:
         raise SweepError("zip takes a mapping of axis: values", key_path)
     columns = {}
     for key, spec in value.items():
+        if key in AMBIGUOUS:
+            raise SweepError(_ambiguous(key), key_path + (key,))
         if key not in AXES:
             raise SweepError(f"unknown sweep axis {key!r}{suggest(key, AXES)}", key_path + (key,))
         columns[key] = axis_values(spec, key_path + (key,))
@@ -147,7 +167,7 @@ def _cases(value, key_path: tuple) -> dict[str, dict[str, dict]]:
         raise SweepError("cases takes a mapping of new axis names to {label: overrides}", key_path)
     for name, labels in value.items():
         here = key_path + (name,)
-        if name in AXES:
+        if name in AXES or name in AMBIGUOUS:
             raise SweepError(f"{name!r} is a spec axis; sweep it directly, or give the case axis another name", here)
         if name in RESERVED_NAMES:
             raise SweepError(f"case axis name {name!r} is reserved ({', '.join(RESERVED_NAMES)}); choose another", here)

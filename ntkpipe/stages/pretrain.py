@@ -13,7 +13,7 @@ from jax.flatten_util import ravel_pytree
 from ntkpipe.data import output_count
 from ntkpipe.measure.checkpoint import train_loss
 from ntkpipe.measure.context import ModelView, RunContext
-from ntkpipe.models import build_model, run_keys, trainable
+from ntkpipe.models import build_model, learning_rate_scale, run_keys, trainable
 from ntkpipe.spec.schema import CheckpointSpec, RunSpec
 from ntkpipe.stages.inputs import read_stages, run_data
 from ntkpipe.stages.job import StageJob
@@ -37,7 +37,7 @@ def pretrain(job: StageJob, out: str | Path) -> Path:
         return {**train_loss(ModelView(model, run), None), "params": np.asarray(theta)}
 
     traj = train(network, data.x_train, data.y_train, every_epoch, key=run_keys(spec.seed)[1], measure=measure,
-                 label=f"pretrain {job.id[:8]}")
+                 label=f"pretrain {job.id[:8]}", lr_scale=learning_rate_scale(spec.model))
     epochs = np.round(traj.epoch).astype(int)
     ds = xr.Dataset({"params": (("epoch", "parameter"), traj.series["params"]),
                      "loss": ("epoch", traj.series["loss"])}, coords={"epoch": epochs})

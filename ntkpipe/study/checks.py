@@ -11,7 +11,7 @@ from typing import Any
 from ntkpipe.data.file_checks import data_file_problems
 from ntkpipe.measure.registry import ALWAYS_RECORDED, REGISTRY, Variable
 from ntkpipe.spec.axes import suggest
-from ntkpipe.spec.schema import MeasureItem, RunSpec, StudySpec
+from ntkpipe.spec.schema import REFERENCE_KINDS, MeasureItem, RunSpec, StudySpec
 from ntkpipe.stages import REFERENCES, STAGES
 
 Problem = tuple[tuple, str]
@@ -35,7 +35,7 @@ def resolved_measure(spec: StudySpec) -> list[MeasureItem]:
 
 
 def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) -> list[Problem]:
-    return (_measure_problems(spec, runs, points) + _stage_problems(spec, runs)
+    return (_measure_problems(spec, runs, points) + _reference_problems(spec, runs) + _stage_problems(spec, runs)
             + _summary_problems(spec, points) + _figure_problems(spec, points) + _data_file_problems(runs))
 
 
@@ -80,6 +80,16 @@ def _measure_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) 
             at = f" (sweep point {point})" if point else ""
             problems.append((where, f"{item.name}: {reason}{at}"))
     return problems
+
+
+def _reference_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
+    """A kernel kind that reads its trained network (``akgd``: its final ‖K‖, ``ofe_fit``: its final
+    alignment) needs that measurement in ``measure`` (the network run shares the study's list)."""
+    names = {m.name for m in measure_items(spec)}
+    kinds = sorted({run.model.kind for run in runs if run.model.kind in REFERENCE_KINDS})
+    return [(("measure",), f"model.kind {kind!r} reads the final {REFERENCE_KINDS[kind]} of its trained network: "
+                           f"add {REFERENCE_KINDS[kind]} to measure")
+            for kind in kinds if REFERENCE_KINDS[kind] not in names]
 
 
 def _stage_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:

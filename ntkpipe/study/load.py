@@ -19,7 +19,7 @@ from ntkpipe.errors import SpecError
 from ntkpipe.study import checks
 from ntkpipe.spec.axes import AXES, suggest
 from ntkpipe.spec.schema import RunSpec, StudySpec
-from ntkpipe.spec.sweep import SweepError, case_overrides, check_unique, expand, fill_unset_axes
+from ntkpipe.spec.sweep import SweepError, case_overrides, check_unique, expand, fill_unset_axes, to_dimensions
 from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
 
 DEFAULT_VARIANT = "default"
@@ -76,19 +76,19 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT) -> Study:
         raise SpecError(str(path), problems)
 
     try:
-        points = expand(merged.get("sweep"))
+        points, axis_keys = to_dimensions(expand(merged.get("sweep")))
         check_unique(points)
         cases = case_overrides(merged.get("sweep"), ("sweep",))
     except SweepError as err:
         problems.append(f"{where(('sweep',) + err.key_path)}: {err}")
-        points, cases = [], {}
+        points, cases, axis_keys = [], {}, {}
     try:
         spec = StudySpec.model_validate(merged)
     except ValidationError as err:
         problems += [_format_pydantic(e, merged, where) for e in err.errors()]
         raise SpecError(str(path), _by_line(problems)) from None
 
-    runs, valid_points = _resolve_runs(merged, spec, points, cases, where, problems)
+    runs, valid_points = _resolve_runs(merged, spec, points, axis_keys, cases, where, problems)
     try:
         valid_points = fill_unset_axes(valid_points)
     except SweepError as err:
@@ -245,9 +245,11 @@ def _format_pydantic(error: dict, merged: dict, where) -> str:
     return f"{where(key_path)}: {message}{shown}"
 
 
-def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], cases: dict, where, problems: list[str]):
-    """One RunSpec per valid sweep point, and those points. Case overrides are merged first, then
-    axis values set; an invalid value is reported where the sweep sets it."""
+def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], axis_keys: dict[str, str], cases: dict,
+                  where, problems: list[str]):
+    """One RunSpec per valid sweep point (keyed by dimension; ``axis_keys`` maps a dimension to its
+    axis), and those points. Case overrides are merged first, then axis values set; an invalid
+    value is reported where the sweep sets it."""
     base = {"seed": merged.get("seed", 0), "data": merged["data"], "model": merged["model"],
             "train": merged["train"]}
     measure = checks.resolved_measure(spec)
@@ -257,10 +259,10 @@ def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], cases: dict
         for axis_name, label in point.items():
             if axis_name in cases:
                 config = merge_overrides(config, cases[axis_name][label][1])
-        for axis_name, value in point.items():
-            if axis_name in AXES:
+        for dim, value in point.items():
+            if dim in axis_keys and axis_keys[dim] in AXES:
                 node = config
-                *parents, leaf = AXES[axis_name]
+                *parents, leaf = AXES[axis_keys[dim]]
                 for key in parents:
                     node = node.setdefault(key, {})
                 node[leaf] = value
@@ -268,17 +270,19 @@ def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], cases: dict
             runs.append(RunSpec.model_validate({**config, "measure": measure}))
             valid_points.append(point)
         except ValidationError as err:
-            problems += [_sweep_problem(e, point, config, cases, merged, where) for e in err.errors()]
+            problems += [_sweep_problem(e, point, axis_keys, config, cases, merged, where) for e in err.errors()]
     return runs, valid_points
 
 
-def _sweep_problem(error: dict, point: dict, config: dict, cases: dict, merged: dict, where) -> str:
+def _sweep_problem(error: dict, point: dict, axis_keys: dict[str, str], config: dict, cases: dict, merged: dict,
+                   where) -> str:
     """Locate a run's validation error at the sweep key or case override that caused it."""
     loc = _data_path(tuple(error["loc"]), config)  # without union tags
     message = error["msg"].removeprefix("Value error, ")
     for axis_name, value in point.items():
-        if axis_name in AXES and AXES[axis_name] == loc[: len(AXES[axis_name])]:
-            return f"{where(_sweep_key_path(merged.get('sweep'), axis_name))}: sweep value {axis_name}={value!r}: {message}"
+        key = axis_keys.get(axis_name)
+        if key in AXES and AXES[key] == loc[: len(AXES[key])]:
+            return f"{where(_sweep_key_path(merged.get('sweep'), key))}: sweep value {key}={value!r}: {message}"
         if axis_name in cases:
             defined_at, override = cases[axis_name][value]
             inside = _data_path(loc, override)

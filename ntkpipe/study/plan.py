@@ -14,18 +14,19 @@ their own slice of the spec as their config.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ntkpipe.spec.identity import canonical, content_id
-from ntkpipe.spec.schema import RunSpec
+from ntkpipe.spec.schema import REFERENCE_KINDS, RunSpec
 from ntkpipe.stages import REFERENCES, STAGES, StageJob
 from ntkpipe.study.load import DEFAULT_VARIANT, Study
 
 
 @dataclass(frozen=True)
 class RunJob:
-    """A training run: ``stage_paths`` maps what each stage provides to the store it reads."""
+    """A training run: ``stage_paths`` maps what each stage provides to the store it reads, and
+    ``reference`` to the store of the trained network a kernel kind reads (``akgd``, ``ofe_fit``)."""
 
     id: str
     spec: RunSpec
@@ -42,6 +43,8 @@ class StudyPlan:
     stages: dict[str, StageJob]
     dataset_path: Path
     figure_paths: dict[str, Path]
+    support_runs: list[RunJob] = field(default_factory=list)
+    """Network runs that kernel kinds read but the sweep does not list (not in the study dataset)."""
 
     def aggregate_config(self) -> dict:
         """What the study dataset depends on besides its run stores."""
@@ -64,22 +67,34 @@ def plan_study(study: Study, results: str | Path = "results") -> StudyPlan:
     results = Path(results)
     tag = study_tag(study.name, study.variant)
     stages: dict[str, StageJob] = {}
-    runs = []
-    for run in study.runs:
-        config = run.model_dump(mode="json")
-        stage_paths: dict[str, Path] = {}
-        for provides, section in REFERENCES.items():  # data stages first: later stages read the data
-            node = _get(config, section)
-            if node is None:
-                continue
-            data_inputs = {p: path for p, path in stage_paths.items() if p != "origin"}
-            job = _plan_stage(study, node["stage"], run, config, data_inputs, results, stages)
-            node["stage"] = job.id
-            stage_paths[provides] = job.path
-        run_id = content_id(config)
-        runs.append(RunJob(run_id, run, canonical(config), results / "runs" / f"{run_id}.zarr", stage_paths))
+    runs = [_plan_run(study, run, results, stages) for run in study.runs]
+    listed = {job.id for job in runs}
+    support: dict[str, RunJob] = {}
+    for i, job in enumerate(runs):
+        if job.spec.model.kind in REFERENCE_KINDS:
+            network = job.spec.model_copy(update={"model": job.spec.model.model_copy(update={"kind": "network"})})
+            ref = _plan_run(study, network, results, stages)
+            if ref.id not in listed:
+                support.setdefault(ref.id, ref)
+            runs[i] = replace(job, stage_paths={**job.stage_paths, "reference": ref.path})
     figures = {f.name: results / tag / "figures" / f"{f.name}.png" for f in study.spec.figures}
-    return StudyPlan(study, tag, runs, stages, results / tag / f"{tag}.zarr", figures)
+    return StudyPlan(study, tag, runs, stages, results / tag / f"{tag}.zarr", figures, list(support.values()))
+
+
+def _plan_run(study: Study, run: RunSpec, results: Path, stages: dict[str, StageJob]) -> RunJob:
+    """The job of ``run``, with the stages it reads resolved to ids (and added to ``stages``)."""
+    config = run.model_dump(mode="json")
+    stage_paths: dict[str, Path] = {}
+    for provides, section in REFERENCES.items():  # data stages first: later stages read the data
+        node = _get(config, section)
+        if node is None:
+            continue
+        data_inputs = {p: path for p, path in stage_paths.items() if p != "origin"}
+        job = _plan_stage(study, node["stage"], run, config, data_inputs, results, stages)
+        node["stage"] = job.id
+        stage_paths[provides] = job.path
+    run_id = content_id(config)
+    return RunJob(run_id, run, canonical(config), results / "runs" / f"{run_id}.zarr", stage_paths)
 
 
 def _get(config: dict, section: tuple[str, ...]) -> dict | None:

@@ -58,8 +58,20 @@ class Trajectory:
     epoch: np.ndarray
     series: dict[str, np.ndarray]
     diverged: bool
-    model: eqx.Module
+    model: eqx.Module | None
     seconds: dict[str, float] = field(default_factory=dict)
+    finals: dict[str, float] = field(default_factory=dict)
+    """Numbers the dynamics itself yields (e.g. the OFE's conservation error), for final measurements."""
+
+
+def stack_records(records: list[dict], n_checkpoints: int) -> dict[str, np.ndarray]:
+    """Per-checkpoint records → series over all ``n_checkpoints`` (NaN after a divergence)."""
+    series = {}
+    for k in records[0] if records else []:
+        series[k] = np.full((n_checkpoints, *np.shape(records[0][k])), np.nan)
+        for i, rec in enumerate(records):
+            series[k][i] = rec[k]
+    return series
 
 
 @eqx.filter_jit
@@ -96,9 +108,10 @@ def _advance(diff, static, opt_state, step0, n_steps, lr, total, key, x, y, *,
 
 
 def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
-          measure: Callable[[eqx.Module, int, bool], dict], label: str = "train") -> Trajectory:
+          measure: Callable[[eqx.Module, int, bool], dict], label: str = "train", lr_scale: float = 1.0) -> Trajectory:
     """Train ``model`` per ``spec``, calling ``measure(model, index, last)`` at every checkpoint
-    (``index`` counts checkpoints from 0; ``last`` marks the final one).
+    (``index`` counts checkpoints from 0; ``last`` marks the final one). Steps use the learning rate
+    η₀·``lr_scale`` (η₀γ² for a network with feature-learning rate γ); time stays t = η₀·step.
 
     ``measure`` returns a dict of floats or arrays (a non-finite ``loss`` marks the run diverged;
     other values may be NaN where a measurement skips a checkpoint); each is stacked over
@@ -128,7 +141,7 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
             tic = time.perf_counter()
             diff, opt_state, finite = _advance(
                 diff, static, opt_state, jnp.asarray(done), jnp.asarray(target - done),
-                jnp.asarray(spec.optimizer.lr), jnp.asarray(total), key, x, y, **options)
+                jnp.asarray(spec.optimizer.lr * lr_scale), jnp.asarray(total), key, x, y, **options)
             finite = bool(finite)
             seconds["train"] += time.perf_counter() - tic
             done = int(target)
@@ -144,11 +157,7 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
             break
         progress.update(done, loss=record.get("loss"))
     progress.close(diverged=diverged)
-    series = {}
-    for k in records[0] if records else []:
-        series[k] = np.full((len(ckpts), *np.shape(records[0][k])), np.nan)
-        for i, rec in enumerate(records):
-            series[k][i] = rec[k]
+    series = stack_records(records, len(ckpts))
     spe = steps_per_epoch(x.shape[0], spec.batch_size)
     return Trajectory(steps=ckpts, time=ckpts * spec.optimizer.lr, epoch=ckpts / spe, series=series,
                       diverged=diverged, model=eqx.combine(diff, static), seconds=seconds)

@@ -1,0 +1,90 @@
+"""Kernel models: the outputs of the kernel kinds at a run's checkpoints (kernel-alignment Figs. 1–2).
+
+With L = (1/2P) Σ_μ |f_μ − y_μ|², a network's outputs move as ḟ = −(η/P) K (f − y); the kernel kinds
+replace the network by a prescribed kernel K(t):
+
+    kgd      K₀ frozen: f_{k+1} = f_k − (η/P) K₀ (f_k − y), exact through K₀'s eigendecomposition (Eq. 4)
+    akgd     the same with K₀ · ‖K_T‖_F / ‖K₀‖_F, K_T the final NTK of the run's trained network
+    ofe      Δ̇ = −(1/P) K Δ, K̇ = (γ/P)(ΔΔᵀK + KΔΔᵀ) in gradient-flow time t = η₀·step, Δ₀ = −y (Eq. 6)
+    ofe_fit  the OFE with γ̂, fitted so that A(K₀ + γ̂yyᵀ, y) is the trained network's final alignment
+
+Their checkpoints are the run's (same steps, same time axis t = η₀·step), so they overlay the network.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ntkpipe.ntk.kernel_stats import kernel_alignment
+from ntkpipe.progress import Progress
+from ntkpipe.spec.schema import TrainSpec
+from ntkpipe.theory.feature_evolution import fit_feature_rate, ofe_solve
+from ntkpipe.theory.kernel_gd import kernel_gd
+from ntkpipe.train.loop import Trajectory, checkpoint_steps, stack_records, total_steps
+
+
+@dataclass(frozen=True)
+class KernelStart:
+    """What a kernel model starts from: the initial NTK Gram over train ∪ test (((P+M)·C)², train first,
+    float64), the network's initial outputs f₀ (P+M, C) and the training targets y (P, C)."""
+
+    gram: np.ndarray
+    f0: np.ndarray
+    y: np.ndarray
+
+
+Measure = Callable[[int, bool, np.ndarray, np.ndarray | None, np.ndarray], dict]
+"""(checkpoint index, last, f_train (P, C), f_test (M, C) or None, train Gram) → measured values."""
+
+
+def evolve_kernel(kind: str, start: KernelStart, spec: TrainSpec, *, gamma: float, lr_scale: float,
+                  reference: dict[str, float], measure: Measure, label: str) -> Trajectory:
+    """Run kernel kind ``kind`` over the checkpoints of ``spec``, calling ``measure`` at each.
+
+    ``gamma`` is the OFE's γ (``ofe``); ``lr_scale`` multiplies η₀ for ``kgd``/``akgd`` (γ² of a
+    rescaled network); ``reference`` holds the trained network's final ``kernel_norm`` (``akgd``)
+    or ``alignment`` (``ofe_fit``).
+    """
+    tic = time.perf_counter()
+    p, c = start.y.shape
+    n = p * c
+    steps = checkpoint_steps(spec.checkpoints, total_steps(spec, p))
+    times = steps * spec.optimizer.lr
+    k_train, y = start.gram[:n, :n], start.y.reshape(-1)
+    finals: dict[str, float] = {}
+    unfitted = False
+    if kind in ("kgd", "akgd"):
+        scale = reference["kernel_norm"] / np.linalg.norm(k_train) if kind == "akgd" else 1.0
+        delta, f_test = kernel_gd(scale * k_train, scale * start.gram[n:, :n], start.f0[:p].reshape(-1) - y,
+                                  start.f0[p:].reshape(-1), spec.optimizer.lr * lr_scale / p, steps)
+        states = [(delta[i] + y, f_test[i].reshape(-1, c), scale * k_train) for i in range(len(steps))]
+    else:
+        if kind == "ofe_fit":
+            gamma = fit_feature_rate(k_train, -y, y, reference["alignment"])
+        finals["ofe_gamma"] = gamma
+        unfitted = not np.isfinite(gamma)  # the network's final alignment is below A(K₀): no γ̂ ≥ 0 fits
+        if unfitted:
+            solution = None
+            states = [(np.full(n, np.nan), None, np.full_like(k_train, np.nan)) for _ in steps]
+        else:
+            solution = ofe_solve(k_train, -y, gamma, 1.0 / p, times)
+            states = [(solution.delta[i] + y, None, solution.kernel[i]) for i in range(len(steps))]
+        finals["ofe_conservation_error"] = solution.conservation_error if solution else float("nan")
+        finals["ofe_final_alignment"] = (kernel_alignment(solution.conserved, y) if solution else float("nan"))
+    records, diverged = [], False
+    progress = Progress(label, len(steps))
+    for index, (f_train, f_test, gram) in enumerate(states):
+        record = measure(index, index == len(steps) - 1, f_train.reshape(p, c), f_test, gram)
+        records.append(record)
+        if not np.isfinite(record["loss"]) and not unfitted:
+            diverged = True
+            break
+        progress.update(index, loss=record["loss"])
+    progress.close(diverged=diverged)
+    return Trajectory(steps=steps, time=times, epoch=steps.astype(float), series=stack_records(records, len(steps)),
+                      diverged=diverged, model=None, seconds={"train": time.perf_counter() - tic, "measure": 0.0},
+                      finals=finals)
