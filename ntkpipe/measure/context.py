@@ -89,9 +89,13 @@ class ModelView:
         never in between) is due here."""
         return self.index == 0 or self.last or (every > 0 and self.index % every == 0)
 
+    def kernel_subset(self, n: int) -> np.ndarray:
+        """(n, n, C, C) float64 NTK on the first ``n`` training inputs."""
+        return np.asarray(empirical_ntk(self.model, self.run.data.x_train[:n]))
+
     def gram_subset(self, n: int) -> np.ndarray:
         """(n·C, n·C) float64 NTK Gram on the first ``n`` training inputs."""
-        return np.asarray(flatten_gram(empirical_ntk(self.model, self.run.data.x_train[:n])))
+        return np.asarray(flatten_gram(self.kernel_subset(n)))
 
     @cached_property
     def f_train(self) -> np.ndarray:
