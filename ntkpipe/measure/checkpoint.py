@@ -8,7 +8,9 @@ from ntkpipe.measure.accuracy import accuracy
 from ntkpipe.measure.context import ModelView
 from ntkpipe.ntk.kernel_stats import kernel_alignment, kernel_norm
 from ntkpipe.measure.rotation import energy_concentration
+from ntkpipe.measure.specialization import target_projections, trace_per_point, traced_alignment
 from ntkpipe.measure.weights import first_layer_alignment, moving_network
+from ntkpipe.ntk import component_grams
 from ntkpipe.theory.final_kernel import mode_strengths
 from ntkpipe.train.losses import LOSSES
 
@@ -75,3 +77,40 @@ def energy(view: ModelView, item) -> dict:
     y = view.run.data.y_train[: options["subset"]]
     gram = view.gram_subset(len(y))
     return {"energy_concentration": energy_concentration(gram, y, options["top_k"])}
+
+
+def subset_size(n_train: int, subset: int) -> int:
+    """Training points a ``subset`` option selects: the first ``subset``, all of them for 0."""
+    return min(subset, n_train) if subset else n_train
+
+
+def traced_kernel_alignment(view: ModelView, item) -> dict:
+    """A(K_tr, YYᵀ) = ⟨K_tr, Σ_d y_d y_dᵀ⟩_F / (‖K_tr‖_F ‖YYᵀ‖_F), K_tr = C⁻¹ Σ_c K^{c,c}
+    (kernel-alignment Sec. 4.3), on the first ``subset`` training points, at init, at the end and
+    every ``every``-th checkpoint; NaN at the others."""
+    options = item.options
+    if not view.scheduled(options["every"]):
+        return {"traced_alignment": float("nan")}
+    y = view.run.data.y_train[: subset_size(len(view.run.data.y_train), options["subset"])]
+    return {"traced_alignment": traced_alignment(view.kernel_subset(len(y)), y)}
+
+
+def kernel_components(view: ModelView, item) -> dict:
+    """Readout (K_V) and hidden (K_W) NTK components on the first ``subset`` training points
+    (kernel-alignment Figs. 6–7): y_dᵀK_X^{c,c}y_d/|y_d|² per (output c, target d) and
+    tr(K_X^{c,c})/P per output, X = V, W, at init, at the end and every ``every``-th checkpoint
+    (NaN at the others); and the outputs f on the subset at every checkpoint (the theory
+    integrates them)."""
+    options = item.options
+    n = subset_size(len(view.run.data.y_train), options["subset"])
+    y = view.run.data.y_train[:n]
+    out = {"subset_outputs": view.f_train[:n]}
+    if not view.scheduled(options["every"]):
+        c = y.shape[1]
+        return out | {f"{key}_{what}": np.full(shape, np.nan) for key in ("kv", "kw")
+                      for what, shape in (("projection", (c, c)), ("trace", (c,)))}
+    grams = component_grams(view.model, view.run.data.x_train[:n])
+    for key, part in (("kv", "readout"), ("kw", "hidden")):
+        out[f"{key}_projection"] = target_projections(grams[part], y)
+        out[f"{key}_trace"] = trace_per_point(grams[part])
+    return out

@@ -96,9 +96,13 @@ class ModelView(CheckpointView):
     def __init__(self, model: eqx.Module, run: RunContext, index: int = 0, last: bool = True):
         self.model, self.run, self.index, self.last = model, run, index, last
 
+    def kernel_subset(self, n: int) -> np.ndarray:
+        """(n, n, C, C) float64 NTK on the first ``n`` training inputs."""
+        return np.asarray(empirical_ntk(self.model, self.run.data.x_train[:n]))
+
     def gram_subset(self, n: int) -> np.ndarray:
         """(n·C, n·C) float64 NTK Gram on the first ``n`` training inputs."""
-        return np.asarray(flatten_gram(empirical_ntk(self.model, self.run.data.x_train[:n])))
+        return np.asarray(flatten_gram(self.kernel_subset(n)))
 
     @cached_property
     def f_train(self) -> np.ndarray:

@@ -14,10 +14,12 @@ from ntkpipe.measure.kernel_regression import kernel_predictions
 from ntkpipe.measure.weights import moving_network
 from jax.flatten_util import ravel_pytree
 
+from ntkpipe.measure.checkpoint import subset_size
 from ntkpipe.measure.rotation import parameter_distances
+from ntkpipe.measure.specialization import diagonal_ratio, kernel_specialization_matrix
 from ntkpipe.models import trainable
-from ntkpipe.ntk import jacobian_alignment, jacobian_alignments
-from ntkpipe.theory import deep_linear, feature_evolution, final_kernel, two_layer
+from ntkpipe.ntk import empirical_ntk, jacobian_alignment, jacobian_alignments
+from ntkpipe.theory import deep_linear, feature_evolution, final_kernel, relu_components, two_layer
 from ntkpipe.train.loop import Trajectory
 
 
@@ -196,3 +198,65 @@ def gamma_hat(run: RunContext, traj: Trajectory, item) -> dict:
     y = run.data.y_train.reshape(-1)
     k0 = ModelView(run.model0, run).gram_train * run.spec.model.gamma**2
     return {"gamma_hat": feature_evolution.fit_feature_rate(k0, -y, y, float(traj.series["alignment"][-1]))}
+
+
+def kernel_specialization(run: RunContext, traj: Trajectory, item) -> dict:
+    """KSM(c, d) = A(K^{c,c}, y_d y_dᵀ) / (C⁻¹ Σ_{d'} A(K^{d',d'}, y_d y_dᵀ)) (kernel-alignment Eq. 9,
+    Fig. 3) of the final and the initial NTK on the first ``subset`` training points, and the final
+    KSM's mean diagonal over its mean off-diagonal entry (> 1: kernel specialization)."""
+    n = subset_size(len(run.data.y_train), item.options["subset"])
+    x, y = run.data.x_train[:n], run.data.y_train[:n]
+    ksm, ksm_init = (kernel_specialization_matrix(np.asarray(empirical_ntk(model, x)), y)
+                     for model in (traj.model, run.model0))
+    return {"ksm": ksm, "ksm_init": ksm_init, "ksm_diagonal_ratio": diagonal_ratio(ksm)}
+
+
+def _own_and_other(growth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Means over c of growth[:, c, c] and over c ≠ d of growth[:, c, d] (NaN for one output)."""
+    c = growth.shape[-1]
+    own = np.einsum("tcc->t", growth) / c
+    other = (growth.sum(axis=(1, 2)) - c * own) / (c * (c - 1)) if c > 1 else np.full(len(growth), np.nan)
+    return own, other
+
+
+def component_growth(run: RunContext, traj: Trajectory, item) -> dict:
+    """Growth (value − initial value) of the readout (K_V) and hidden (K_W) components along the
+    targets, from ``kernel_components`` (kernel-alignment Sec. 6, Figs. 6–7).
+
+    Own growth averages y_cᵀK_X^{c,c}y_c/|y_c|² over c, other growth y_dᵀK_X^{c,c}y_d/|y_d|² over
+    c ≠ d. The end-of-training ratios and their theory values:
+    ``kv_growth_ratio`` = mean_c [Δ(ŷ_cᵀK_V^{c,c}ŷ_c) / Δ(tr K_V^{c,c}/P)] / (P/2) ≈ 1 (K_V grows ≈ P/2
+    times faster along y than on average; Eq. 16, Eqs. 78–82, :mod:`ntkpipe.theory.relu_components`);
+    ``kw_isotropy_ratio``, the same for K_W without the P/2, ≈ 1 (isotropic growth, Eq. 86);
+    ``kw_specialization_ratio`` = own / other growth of K_W ≈ 2 (Eq. 21) and
+    ``kv_specialization_ratio`` ≈ 1 (K_V^{c,c} is the same for all c).
+    """
+    series = traj.series
+    p = series["subset_outputs"].shape[1]
+    out, along_over_trace = {}, {}
+    for key in ("kv", "kw"):
+        projection = series[f"{key}_projection"] - series[f"{key}_projection"][0]
+        trace = series[f"{key}_trace"] - series[f"{key}_trace"][0]
+        own, other = _own_and_other(projection)
+        out |= {f"{key}_own_growth": own, f"{key}_other_growth": other,
+                f"{key}_specialization_ratio": float(own[-1] / other[-1])}
+        along_over_trace[key] = float(np.mean(np.diagonal(projection[-1]) / trace[-1]))
+    return out | {"kv_growth_ratio": along_over_trace["kv"] / (p / 2.0),
+                  "kw_isotropy_ratio": along_over_trace["kw"],
+                  "kw_other_growth_theory": 0.5 * out["kw_own_growth"]}
+
+
+def component_theory(run: RunContext, traj: Trajectory, item) -> dict:
+    """ŷᵀK_Vŷ, tr(K_V)/P and ŷᵀK_Wŷ of a scalar two-layer ReLU net from their initial values and the
+    rates of Eq. 16 / Eqs. 76–86 in ntkpipe's convention, integrated with the measured outputs f(t)
+    over the checkpoint times (:mod:`ntkpipe.theory.relu_components`); and the relative error of the
+    predicted growth of ŷᵀK_Vŷ at the end."""
+    series = traj.series
+    y = run.data.y_train[:, 0]
+    initial = {"kv_projection": series["kv_projection"][0, 0, 0], "kv_trace": series["kv_trace"][0, 0],
+               "kw_projection": series["kw_projection"][0, 0, 0]}
+    theory = relu_components.component_trajectories(traj.time, series["subset_outputs"][:, :, 0], y, initial)
+    measured = series["kv_projection"][-1, 0, 0] - initial["kv_projection"]
+    predicted = theory["kv_projection"][-1] - initial["kv_projection"]
+    return {f"{name}_theory": value for name, value in theory.items()} | {
+        "kv_growth_theory_relerr": float(abs(predicted - measured) / abs(measured))}

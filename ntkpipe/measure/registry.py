@@ -66,7 +66,15 @@ def _series(name, label, *dims):
 
 
 _PREDICTION_DIMS = ("test_point", "output")
+_KSM_DIMS = ("output", "target")
 MLP_ONLY = ("mlp",)
+WITH_READOUT = ("mlp", "cnn")
+_EVERY = Option("every", int, 0, "also at every k-th checkpoint (0: init and end only)", 0)
+
+
+def _subset(default: int) -> Option:
+    return Option("subset", int, default, "training points in the kernel (the first n; 0: all)", 0)
+
 
 MEASUREMENTS = [
     Measurement("loss", "checkpoint", "training loss on the full training set",
@@ -201,6 +209,51 @@ MEASUREMENTS = [
                  Variable("ofe_conservation_error", "max relative drift of C = γΔΔᵀ + K"),
                  Variable("ofe_final_alignment", "A(K∞, y), K∞ = γyyᵀ + K₀ (theory)")),
                 final.ofe_numbers, req.needs_ofe, kernel_models=True, where_applicable=True),
+    Measurement("traced_alignment", "checkpoint",
+                "A(K_tr, YYᵀ) = ⟨K_tr, Σ_d y_d y_dᵀ⟩_F / (‖K_tr‖_F ‖YYᵀ‖_F) of the traced kernel K_tr = C⁻¹ Σ_c K^{c,c} "
+                "(kernel-alignment Sec. 4.3); NaN at checkpoints it skips",
+                (_series("traced_alignment", "traced-kernel alignment A(K_tr, YYᵀ)"),),
+                checkpoint.traced_kernel_alignment, options=(_subset(0), _EVERY)),
+    Measurement("kernel_specialization", "final",
+                "kernel specialization matrix KSM(c, d) (kernel-alignment Eq. 9, Fig. 3) at the end and at init, "
+                "and its mean diagonal over mean off-diagonal entry",
+                (Variable("ksm", "KSM(c, d)", _KSM_DIMS),
+                 Variable("ksm_init", "KSM(c, d) at init", _KSM_DIMS),
+                 Variable("ksm_diagonal_ratio", "KSM mean diagonal / mean off-diagonal")),
+                final.kernel_specialization, req.needs_several_outputs, options=(_subset(300),)),
+    Measurement("kernel_components", "checkpoint",
+                "readout (K_V) and hidden (K_W) NTK components along each target, y_dᵀK^{c,c}y_d/|y_d|², and "
+                "their traces tr K^{c,c}/P, on a fixed training subset (kernel-alignment Figs. 6–7; NaN at "
+                "checkpoints it skips), and the outputs on that subset at every checkpoint",
+                (_series("kv_projection", "y_dᵀK_V^{c,c}y_d / |y_d|²", *_KSM_DIMS),
+                 _series("kw_projection", "y_dᵀK_W^{c,c}y_d / |y_d|²", *_KSM_DIMS),
+                 _series("kv_trace", "tr K_V^{c,c} / P", "output"),
+                 _series("kw_trace", "tr K_W^{c,c} / P", "output"),
+                 _series("subset_outputs", "f_c(x_μ) on the subset", "train_point", "output")),
+                checkpoint.kernel_components, architectures=WITH_READOUT, options=(_subset(0), _EVERY)),
+    Measurement("component_growth", "final",
+                "growth of K_V and K_W along own (c = d) and other (c ≠ d) targets and its ratios: K_V along y vs "
+                "its trace (≈ P/2, Eq. 16), K_W along y vs its trace (≈ 1), own vs other growth (K_W ≈ 2, Eq. 21; "
+                "K_V ≈ 1)",
+                (_series("kv_own_growth", "Δ y_cᵀK_V^{c,c}y_c / |y_c|² (mean over c)"),
+                 _series("kv_other_growth", "Δ y_dᵀK_V^{c,c}y_d / |y_d|² (mean over c ≠ d)"),
+                 _series("kw_own_growth", "Δ y_cᵀK_W^{c,c}y_c / |y_c|² (mean over c)"),
+                 _series("kw_other_growth", "Δ y_dᵀK_W^{c,c}y_d / |y_d|² (mean over c ≠ d)"),
+                 _series("kw_other_growth_theory", "½ · own K_W growth (Eq. 21)"),
+                 Variable("kv_growth_ratio", "[ΔŷᵀK_Vŷ / Δ(tr K_V/P)] / (P/2)"),
+                 Variable("kw_isotropy_ratio", "ΔŷᵀK_Wŷ / Δ(tr K_W/P)"),
+                 Variable("kw_specialization_ratio", "K_W growth, own / other targets"),
+                 Variable("kv_specialization_ratio", "K_V growth, own / other targets")),
+                final.component_growth, depends_on=("kernel_components",), architectures=WITH_READOUT),
+    Measurement("component_theory", "final",
+                "ŷᵀK_Vŷ, tr K_V/P and ŷᵀK_Wŷ of a two-layer ReLU net from Eq. 16 (App. D.2) integrated with the "
+                "measured outputs, and the relative error of the predicted ŷᵀK_Vŷ growth",
+                (_series("kv_projection_theory", "ŷᵀK_Vŷ theory (Eq. 16)"),
+                 _series("kv_trace_theory", "tr K_V / P theory (Eq. 16)"),
+                 _series("kw_projection_theory", "ŷᵀK_Wŷ theory (Eq. 16)"),
+                 Variable("kv_growth_theory_relerr", "|Δ theory − Δ measured| / |Δ measured| of ŷᵀK_Vŷ")),
+                final.component_theory, req.relu_two_layer_theory, depends_on=("kernel_components",),
+                architectures=MLP_ONLY, where_applicable=True),
 ]
 
 REGISTRY: dict[str, Measurement] = {m.name: m for m in MEASUREMENTS}

@@ -35,6 +35,13 @@ def needs_scalar_output(run: RunSpec) -> str | None:
     return None
 
 
+def needs_several_outputs(run: RunSpec) -> str | None:
+    if output_count(run.data) < 2:
+        return ("needs several network outputs C >= 2 (one per class: data.classes with 3 or more); "
+                "this task has one")
+    return None
+
+
 def needs_eigen_labels(run: RunSpec) -> str | None:
     if run.data.labels.kind != "eigenvector_sign":
         return "needs data.labels.kind 'eigenvector_sign' (it measures the label eigenvector)"
@@ -105,3 +112,24 @@ def needs_image_nad_data(run: RunSpec) -> str | None:
     if run.data.source != "nad" or len(run.data.shape) != 3:
         return "needs data.source 'nad' with an image shape [rows, columns, channels]"
     return None
+
+
+def relu_two_layer_theory(run: RunSpec) -> str | None:
+    """Eq. 16 of kernel-alignment Sec. 6.1: a scalar bias-free two-layer ReLU net under full-batch
+    gradient flow on the MSE, its components measured on all training points. The theory also takes
+    unit-norm, nearly orthogonal inputs (App. D.2), which the spec does not say."""
+    item = next((m for m in run.measure if m.name == "kernel_components"), None)
+    subset = item.options.get("subset", 0) if item is not None else 0
+    return _missing([
+        (run.model.depth == 2, "model.depth 2"),
+        (run.model.activation == "relu", "model.activation 'relu'"),
+        (not run.model.bias, "model.bias false"),
+        (run.model.parameterization == "standard", "model.parameterization 'standard'"),
+        (run.model.output_scale == 1.0, "model.output_scale 1"),
+        (run.model.kind == "network", "model.kind 'network'"),
+        (run.train.loss == "mse", "train.loss 'mse'"),
+        (run.train.optimizer.name == "gd" and run.train.optimizer.schedule == "constant"
+         and run.train.optimizer.momentum == 0.0, "train.optimizer 'gd' without momentum, constant schedule"),
+        (run.train.batch_size is None, "full batch (train.batch_size null)"),
+        (subset == 0 or subset >= run.data.n_train, "kernel_components subset 0 (all training points)"),
+    ]) or needs_scalar_output(run)

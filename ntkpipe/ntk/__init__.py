@@ -1,8 +1,10 @@
 """Empirical neural tangent kernels (MLP-structured, Jacobian contraction, NTK-vector products),
-Jacobian alignment, the mixed derivative ∇²ₓθ f behind neural anisotropy directions, eigenpairs."""
+their readout / hidden split, Jacobian alignment, the mixed derivative ∇²ₓθ f behind neural
+anisotropy directions, eigenpairs."""
 
 from ntkpipe.ntk.alignment import jacobian_alignment
 from ntkpipe.ntk.alignment import jacobian_alignments
+from ntkpipe.ntk.components import component_grams
 from ntkpipe.ntk.dispatch import NtkImplementation
 from ntkpipe.ntk.dispatch import choose_implementation
 from ntkpipe.ntk.dispatch import empirical_ntk
@@ -14,6 +16,7 @@ from ntkpipe.ntk.mixed import stein_check
 __all__ = [
     "NtkImplementation",
     "choose_implementation",
+    "component_grams",
     "empirical_ntk",
     "flatten_gram",
     "jacobian_alignment",
