@@ -89,6 +89,8 @@ def test_sweep_points_must_be_unique_and_unset_axes_are_filled():
 def test_axis_names_cover_the_schema():
     assert AXES["sigma"] == ("model", "sigma") and AXES["model_kind"] == ("model", "kind")
     assert AXES["data_seed"] == ("data", "seed") and AXES["lr"] == ("train", "optimizer", "lr")
+    assert [AXES[a] for a in ("inputs", "teachers", "clusters", "noise")] == [
+        ("data", "inputs"), ("data", "teachers"), ("data", "clusters"), ("data", "noise")]
 
 
 # --- identity -------------------------------------------------------------------------------------
@@ -172,6 +174,37 @@ def test_figure_and_summary_references_are_checked(tmp_path):
     assert any("sigma=0.3 is not in the sweep" in p for p in found)
     assert any("figure name 'f' is used twice" in p for p in found)
     assert any("figures.1.variables.0: 't_half' is a scalar variable" in p for p in found)
+
+
+def test_matrix_figure_references_are_checked(tmp_path):
+    found = problems(tmp_path, BASE + textwrap.dedent("""\
+        sweep: {sigma: [0.1, 0.2]}
+        figures:
+          - {name: a, kind: matrix, variable: t_half}
+          - {name: b, kind: matrix, variable: loss, col: sigmaa}
+          - {name: c, kind: matrix, variable: ksmm}
+        """))
+    assert any("figures.0.variable: 't_half' is a scalar variable; this needs a array or series one" in p
+               for p in found)
+    assert any("figures.1.variable: 'loss' has dims (); a matrix figure needs a variable with two (rows, columns)"
+               in p for p in found)
+    assert any("figures.1.col: col 'sigmaa' is not a sweep axis (did you mean 'sigma'?)" in p for p in found)
+    assert any("figures.2.variable: 'ksmm' is not measured" in p for p in found)
+
+
+def test_default_data_fields_keep_run_ids_and_new_sources_sweep(tmp_path):
+    """Writing the defaults of ``inputs``/``teachers`` gives the id of the spec without them;
+    the synthetic sources' fields are sweep axes."""
+    plain = plan_study(load_study(write(tmp_path, BASE, "plain.yaml"))).runs[0].id
+    explicit = BASE.replace("dim: 4,", "dim: 4, inputs: gaussian, teachers: 1,")
+    assert plan_study(load_study(write(tmp_path, explicit, "explicit.yaml"))).runs[0].id == plain
+    mixture = BASE.replace("source: linear_teacher, dim: 4, n_train: 8, gamma: 0.0",
+                           "source: gaussian_mixture, dim: 4, clusters: 2, n_train: 8, noise: 0.1") + "sweep: {clusters: [2, 4]}\n"
+    runs = plan_study(load_study(write(tmp_path, mixture, "mixture.yaml"))).runs
+    assert [r.spec.data.clusters for r in runs] == [2, 4] and runs[0].id != runs[1].id
+    teachers = BASE.replace("dim: 4,", "dim: 4, inputs: sphere,") + "sweep: {teachers: [1, 3]}\n"
+    runs = plan_study(load_study(write(tmp_path, teachers, "teachers.yaml"))).runs
+    assert [r.spec.data.teachers for r in runs] == [1, 3] and plain not in {r.id for r in runs}
 
 
 def test_stage_references_are_checked(tmp_path):

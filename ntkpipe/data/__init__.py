@@ -1,5 +1,5 @@
-"""Datasets: synthetic teachers, scikit-learn digits, local MNIST/CIFAR-10 files, NAD tasks,
-whitening, labels."""
+"""Datasets: synthetic teachers, random labels and Gaussian mixtures, scikit-learn digits, local
+MNIST/CIFAR-10 files, NAD tasks, whitening, labels."""
 
 from ntkpipe.data.dataset import Dataset, class_targets, load_dataset, output_count
 from ntkpipe.data.labels import eigenvector_sign_targets

@@ -17,15 +17,16 @@ import numpy as np
 from ntkpipe.data.digits import digits_pool
 from ntkpipe.data.images import grayscale, resize
 from ntkpipe.data.nad import nad_samples
-from ntkpipe.data.synthetic import gaussian_inputs, unit_teacher
+from ntkpipe.data.synthetic import (gaussian_inputs, mixture_samples, orthonormal_centres, random_signs,
+                                    sphere_inputs, unit_teacher)
 from ntkpipe.data.whitening import partial_whitening_map
-from ntkpipe.spec.schema import DataSpec
+from ntkpipe.spec.schema import SYNTHETIC_SOURCES, DataSpec
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """Inputs (n, *input_shape) and targets (n, C). ``beta`` is the teacher direction of
-    linear-teacher data."""
+    """Inputs (n, *input_shape) and targets (n, C). ``beta`` holds the teachers β_c of
+    linear-teacher data as columns (D, C)."""
 
     x_train: np.ndarray
     y_train: np.ndarray
@@ -67,10 +68,14 @@ SOURCE_CLASSES = {"digits": 10, "mnist": 10, "cifar10": 10}
 
 
 def output_count(spec: DataSpec) -> int:
-    """Network outputs C the targets need: 1 for a teacher, ±1 labels, sign φ_j or two groups;
-    else one per class."""
-    if spec.source in ("linear_teacher", "nad") or spec.labels.kind in ("eigenvector_sign", "two_groups"):
+    """Network outputs C the targets need: 1 for ±1 labels, sign φ_j or two groups; one per
+    teacher or mixture class; else one per class (1 for two classes)."""
+    if spec.source in ("nad", "random_labels") or spec.labels.kind in ("eigenvector_sign", "two_groups"):
         return 1
+    if spec.source == "linear_teacher":
+        return spec.teachers
+    if spec.source == "gaussian_mixture":
+        return spec.clusters
     n_classes = len(spec.classes) if spec.classes is not None else SOURCE_CLASSES[spec.source]
     return 1 if n_classes == 2 else n_classes
 
@@ -88,10 +93,8 @@ def load_dataset(spec: DataSpec, direction: np.ndarray | None = None) -> Dataset
                            sigma=spec.noise, half_margin=spec.half_margin)
         y = y[:, None].astype(np.float64)
         return Dataset(x[: spec.n_train], y[: spec.n_train], x[spec.n_train:], y[spec.n_train:])
-    if spec.source == "linear_teacher":
-        x = gaussian_inputs(spec.n_train + spec.n_test, spec.dim, rng)
-        x_train, x_test = x[: spec.n_train], x[spec.n_train:]
-        labels_train = labels_test = None
+    if spec.source in SYNTHETIC_SOURCES:
+        x_train, labels_train, x_test, labels_test = _synthetic_split(spec, rng)
     else:
         x_train, labels_train, x_test, labels_test = _image_split(spec, rng)
         x_train, x_test = _standardize(x_train, x_test)
@@ -103,10 +106,15 @@ def load_dataset(spec: DataSpec, direction: np.ndarray | None = None) -> Dataset
         x_train = (flat_train @ m).reshape(len(flat_train), *shape)
         x_test = (flat_test @ m).reshape(len(flat_test), *shape)
     if spec.source == "linear_teacher":
-        beta = unit_teacher(spec.dim, rng)
-        y_train = spec.teacher_scale * (x_train @ beta)[:, None]
-        y_test = spec.teacher_scale * (x_test @ beta)[:, None]
-        return Dataset(x_train, y_train, x_test, y_test, beta=beta)
+        beta = _teachers(spec, rng)
+        return Dataset(x_train, spec.teacher_scale * (x_train @ beta), x_test, spec.teacher_scale * (x_test @ beta),
+                       beta=beta)
+    if spec.source == "random_labels":
+        return Dataset(x_train, labels_train[:, None], x_test, labels_test[:, None])
+    if spec.source == "gaussian_mixture":
+        one_hot = np.eye(spec.clusters)
+        return Dataset(x_train, one_hot[labels_train], x_test, one_hot[labels_test],
+                       class_labels={"classes": list(range(spec.clusters))})
     if spec.labels.kind == "two_groups":
         plus, minus = spec.labels.class_groups
         targets = [np.where(np.isin(labels, plus), 1.0, -1.0)[:, None] for labels in (labels_train, labels_test)]
@@ -123,6 +131,30 @@ def class_targets(labels: np.ndarray, classes: list[int]) -> np.ndarray:
     if len(classes) == 2:
         return np.where(index == 1, 1.0, -1.0)[:, None]
     return np.eye(len(classes))[index]
+
+
+def _synthetic_split(spec: DataSpec, rng: np.random.Generator):
+    """Train and test inputs (n, D) of a synthetic source with their labels: ±1 (``random_labels``),
+    class indices (``gaussian_mixture``) or None (``linear_teacher``, whose targets come later)."""
+    if spec.source == "gaussian_mixture":
+        centres = orthonormal_centres(spec.clusters, spec.dim, rng)
+        return (*mixture_samples(centres, spec.n_train, spec.noise, rng),
+                *mixture_samples(centres, spec.n_test, spec.noise, rng))
+    n = spec.n_train + spec.n_test
+    gaussian = spec.source == "linear_teacher" and spec.inputs == "gaussian"
+    x = (gaussian_inputs if gaussian else sphere_inputs)(n, spec.dim, rng)
+    if spec.source == "linear_teacher":
+        return x[: spec.n_train], None, x[spec.n_train:], None
+    y = random_signs(n, rng)
+    return x[: spec.n_train], y[: spec.n_train], x[spec.n_train:], y[spec.n_train:]
+
+
+def _teachers(spec: DataSpec, rng: np.random.Generator) -> np.ndarray:
+    """β_1 … β_C as columns (D, C), scaled so that y_c = β_cᵀx ~ N(0, 1) for every input law:
+    unit β_c for x ~ N(0, I_D); β_c ~ N(0, I_D) for x on the unit sphere (kernel-alignment Sec. 5.2)."""
+    if spec.inputs == "gaussian":
+        return np.stack([unit_teacher(spec.dim, rng) for _ in range(spec.teachers)], axis=1)
+    return rng.standard_normal((spec.dim, spec.teachers))
 
 
 def _kept_classes(spec: DataSpec) -> list[int] | None:

@@ -1,4 +1,6 @@
-"""Synthetic regression data: Gaussian inputs and a linear teacher (silent-alignment Sec. 3)."""
+"""Synthetic data: Gaussian or sphere inputs with linear teachers (silent-alignment Sec. 3,
+kernel-alignment Sec. 5.2), random ±1 labels on the sphere (kernel-alignment Sec. 6.1, App. E.4)
+and a mixture of Gaussians around orthonormal centres (kernel-alignment Sec. 6.2, App. E.5)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,36 @@ def gaussian_inputs(n: int, dim: int, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal((n, dim))
 
 
+def sphere_inputs(n: int, dim: int, rng: np.random.Generator) -> np.ndarray:
+    """x = g/|g| with g ~ N(0, I_D): uniform on the unit sphere S^{D−1}, shape (n, D)."""
+    g = rng.standard_normal((n, dim))
+    return g / np.linalg.norm(g, axis=1, keepdims=True)
+
+
 def unit_teacher(dim: int, rng: np.random.Generator) -> np.ndarray:
     """β uniform on the unit sphere in R^D (|β| = 1)."""
     beta = rng.standard_normal(dim)
     return beta / np.linalg.norm(beta)
+
+
+def random_signs(n: int, rng: np.random.Generator) -> np.ndarray:
+    """y ∈ {−1, +1} i.i.d. with probability ½ each, shape (n,)."""
+    return rng.choice([-1.0, 1.0], size=n)
+
+
+def orthonormal_centres(count: int, dim: int, rng: np.random.Generator) -> np.ndarray:
+    """μ_1 … μ_C as rows (C, D): the first C columns of a Haar-random orthogonal matrix of R^D
+    (Q of the QR of a D × C Gaussian matrix, column signs fixed by diag R > 0), so μ_c·μ_d = δ_cd."""
+    q, r = np.linalg.qr(rng.standard_normal((dim, count)))
+    return (q * np.sign(np.diag(r))).T
+
+
+def mixture_samples(centres: np.ndarray, n: int, sigma: float,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """n/C points of each class c, x = μ_c + σξ with ξ ~ N(0, I_D), in random order.
+
+    Returns ``(x (n, D), class index (n,) int)``; n must be a multiple of C.
+    """
+    count = len(centres)
+    labels = rng.permutation(np.repeat(np.arange(count), n // count))
+    return centres[labels] + sigma * rng.standard_normal((n, centres.shape[1])), labels

@@ -25,11 +25,13 @@ def axis(name: str, **kwargs) -> Any:
 
 
 class LabelsSpec(Strict):
-    """Targets. ``default``: the teacher y = s βᵀx for ``linear_teacher``, ±1 for ``nad`` data,
-    classes otherwise (two classes → ±1, more → one-hot). ``eigenvector_sign``: y = sign φ_j(x)
-    with φ_j the j-th eigenvector (descending) of the init-NTK Gram that stage ``stage``
-    decomposes (linearized-networks Sec. 3.1). ``two_groups``: y = +1 for the classes of
-    ``groups[0]``, −1 for ``groups[1]`` (default 0–4 vs 5–9: "CIFAR2", linearized-networks Sec. 4.1)."""
+    """Targets. ``default``: the teachers y_c = s β_cᵀx for ``linear_teacher``, ±1 for ``nad`` and
+    ``random_labels`` data, one-hot for ``gaussian_mixture``, classes otherwise (two classes → ±1,
+    more → one-hot). ``eigenvector_sign``: y = sign φ_j(x) with φ_j the j-th eigenvector
+    (descending) of the init-NTK Gram that stage ``stage`` decomposes (linearized-networks
+    Sec. 3.1). ``two_groups``: y = +1 for the classes of ``groups[0]``, −1 for ``groups[1]``
+    (default 0–4 vs 5–9: "CIFAR2", linearized-networks Sec. 4.1; MNIST odd vs even is
+    ``groups: [[1, 3, 5, 7, 9], [0, 2, 4, 6, 8]]``)."""
 
     kind: Literal["default", "eigenvector_sign", "two_groups"] = axis("label_kind", default="default")
     eigen_index: int | None = Field(None, ge=1)
@@ -64,6 +66,7 @@ class DirectionsSpec(Strict):
 
 
 IMAGE_SOURCES = ("digits", "mnist", "cifar10")
+SYNTHETIC_SOURCES = ("linear_teacher", "random_labels", "gaussian_mixture")
 
 
 class DataSpec(Strict):
@@ -76,12 +79,29 @@ class DataSpec(Strict):
     ``nad``: linearly separable data along a NAD v_j (linearized-networks Sec. 3.2, App. C.1),
     x = ε·y·v_j + w with w ~ N(0, σ²(I − v_j v_jᵀ)), y = ±1 balanced; ``half_margin`` uses ε/2 as
     the authors' code does; ``shape`` is the input shape (that of the network's images).
+
+    Synthetic sources have D = ``dim`` and ``sphere`` inputs x = g/|g|, g ~ N(0, I_D) (uniform on
+    S^{D−1}). ``linear_teacher``: y_c = s β_cᵀx for c = 1…``teachers``; ``inputs: gaussian`` draws
+    x ~ N(0, I_D) and unit β_c, ``inputs: sphere`` sphere inputs and β_c ~ N(0, I_D) (kernel-alignment
+    Sec. 5.2, Fig. 4D); either way y_c ~ N(0, s²). ``random_labels``: sphere inputs, y = ±1 i.i.d.
+    with probability ½ each (kernel-alignment Sec. 6.1, App. E.4). ``gaussian_mixture``: ``clusters``
+    = C classes x = μ_c + σξ, ξ ~ N(0, I_D), σ = ``noise``, with orthonormal centres μ_c, n/C points
+    of each class in train and in test, one-hot targets y_c ∈ {0, 1} (kernel-alignment Sec. 6.2,
+    App. E.5; its σ² = 0.01 is ``noise: 0.1``).
+
+    ``inputs``, ``teachers`` and ``clusters`` are left out of a run's config while at their defaults,
+    so specs written before they existed keep their run ids.
     """
 
-    source: Literal["linear_teacher", "digits", "mnist", "cifar10", "nad"]
+    source: Literal["linear_teacher", "random_labels", "gaussian_mixture", "digits", "mnist", "cifar10", "nad"]
     n_train: int = Field(ge=1)
     n_test: int = Field(0, ge=0)
-    dim: int | None = Field(None, ge=1, description="input dimension D (linear_teacher only)")
+    dim: int | None = Field(None, ge=1, description="input dimension D of synthetic data")
+    inputs: Literal["gaussian", "sphere"] = Field("gaussian", exclude_if=lambda v: v == "gaussian",
+                                                  description="input distribution of linear_teacher data")
+    teachers: int = Field(1, ge=1, exclude_if=lambda v: v == 1, description="C: linear teachers, one output each")
+    clusters: int | None = Field(None, ge=2, exclude_if=lambda v: v is None,
+                                 description="C: classes of gaussian_mixture data")
     teacher_scale: float = Field(1.0, gt=0, description="s in y = s βᵀx")
     classes: list[int] | None = Field(None, description="class labels to keep; null = all")
     gamma: float | None = Field(None, ge=0.0, le=1.0)
@@ -91,7 +111,7 @@ class DataSpec(Strict):
     shape: tuple[int, ...] | None = Field(None, min_length=1, description="input shape of nad data")
     directions: DirectionsSpec | None = None
     margin: float = Field(1.0, gt=0, description="ε of nad data")
-    noise: float = Field(1.0, gt=0, description="σ of nad data")
+    noise: float = Field(1.0, gt=0, description="σ: noise standard deviation of nad and gaussian_mixture data")
     half_margin: bool = True
     seed: int = axis("data_seed", default=0, ge=0)
     labels: LabelsSpec = LabelsSpec()
@@ -99,14 +119,19 @@ class DataSpec(Strict):
     @model_validator(mode="after")
     def _source_fields(self):
         images = self.source in IMAGE_SOURCES
-        only = {"dim": self.source == "linear_teacher", "shape": self.source == "nad",
-                "directions": self.source == "nad", "image_size": images, "classes": images,
+        teacher, mixture = self.source == "linear_teacher", self.source == "gaussian_mixture"
+        only = {"dim": self.source in SYNTHETIC_SOURCES, "inputs": teacher, "teachers": teacher,
+                "teacher_scale": teacher, "clusters": mixture, "noise": mixture or self.source == "nad",
+                "shape": self.source == "nad", "directions": self.source == "nad", "margin": self.source == "nad",
+                "half_margin": self.source == "nad", "image_size": images, "classes": images,
                 "path": self.source in ("mnist", "cifar10"), "grayscale": self.source == "cifar10"}
         for key, allowed in only.items():
-            if not allowed and getattr(self, key) not in (None, False):
-                raise ValueError(f"'{key}' does not apply to source {self.source!r}")
-        if self.source == "linear_teacher" and self.dim is None:
-            raise ValueError("source 'linear_teacher' needs 'dim' (the input dimension D)")
+            if not allowed and getattr(self, key) != type(self).model_fields[key].default:
+                raise ValueError(f"'{key}' does not apply to source {self.source!r}; remove it")
+        if self.source in SYNTHETIC_SOURCES and self.dim is None:
+            raise ValueError(f"source {self.source!r} needs 'dim' (the input dimension D)")
+        if mixture:
+            self._check_mixture()
         if self.source == "nad" and (self.shape is None or self.directions is None):
             raise ValueError("source 'nad' needs 'shape' (the input shape, e.g. [8, 8, 1]) and 'directions' "
                              "({stage: <a nad stage>, nad_index: j})")
@@ -117,6 +142,19 @@ class DataSpec(Strict):
         if self.source == "nad" and self.labels.kind != "default":
             raise ValueError("nad data carry their own ±1 labels; leave 'labels' at its default")
         return self
+
+    def _check_mixture(self) -> None:
+        """C orthonormal centres fit in R^D, and every class gets n/C points of each split."""
+        if self.clusters is None:
+            raise ValueError("source 'gaussian_mixture' needs 'clusters' (the number of classes C >= 2)")
+        if self.clusters > self.dim:
+            raise ValueError(f"'clusters' = {self.clusters} orthonormal centres do not fit in dim = {self.dim}; "
+                             "use clusters <= dim")
+        for split in ("n_train", "n_test"):
+            n = getattr(self, split)
+            if n % self.clusters:
+                raise ValueError(f"'{split}' = {n} is not a multiple of clusters = {self.clusters} (classes are "
+                                 f"balanced, n/C points each); use e.g. {split}: {n - n % self.clusters}")
 
 
 class OriginSpec(Strict):
@@ -427,7 +465,23 @@ class ImagesFigure(Strict):
     title: str | None = None
 
 
-FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure, Field(discriminator="kind")]
+class MatrixFigure(Strict):
+    """A variable with two dims of its own (e.g. the kernel specialization matrix ``ksm``, dims
+    ``output``, ``target``; kernel-alignment Sec. 4.3, Figs. 3A–B, 4D) as a heatmap: the first dim
+    down the rows, the second across the columns, averaged over the remaining dimensions (e.g. seeds)
+    after ``where``; a series is taken at its last time. One panel per value of ``col``, one colour
+    bar for all, each cell annotated with its value."""
+
+    name: str
+    kind: Literal["matrix"]
+    variable: str
+    col: str | None = None
+    where: dict[str, Any] = {}
+    title: str | None = None
+
+
+FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure | MatrixFigure,
+                       Field(discriminator="kind")]
 
 
 class StudySpec(Strict):

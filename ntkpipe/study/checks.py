@@ -237,12 +237,19 @@ def _figure_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
             for v in [fig.x] + fig.y:
                 problems += _check_variable(v, variables, ("array", "scalar"), where + ("y",))
             problems += _check_axis(fig.col, points, where + ("col",), "col")
-        else:
+        elif fig.kind == "images":
             problems += _check_variable(fig.variable, variables, ("array",), where + ("variable",))
             if fig.variable in variables and len(variables[fig.variable].dims) != 4:
                 problems.append((where + ("variable",), f"{fig.variable!r} is not a stack of images "
                                  "(dims item, row, column, channel)"))
             problems += _check_axis(fig.rows, points, where + ("rows",), "rows")
+        elif fig.kind == "matrix":
+            problems += _check_variable(fig.variable, variables, ("array", "series"), where + ("variable",))
+            own = [d for d in variables[fig.variable].dims if d != "time"] if fig.variable in variables else []
+            if fig.variable in variables and len(own) != 2:
+                problems.append((where + ("variable",), f"{fig.variable!r} has dims ({', '.join(own)}); a matrix "
+                                 "figure needs a variable with two (rows, columns), e.g. ksm (output, target)"))
+            problems += _check_axis(fig.col, points, where + ("col",), "col")
     return problems
 
 

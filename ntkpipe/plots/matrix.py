@@ -1,0 +1,73 @@
+"""``kind: matrix`` figures: a variable with two dims of its own as an annotated heatmap, such as
+the kernel specialization matrix KSM(c, d) = A(K^{c,c}, y_d y_dᵀ) (kernel-alignment Sec. 4.3,
+Figs. 3A–B, 4D), whose diagonal stands out when each output's kernel specializes to its own target.
+
+The variable's own dims follow the sweep axes (as in every study dataset); the first is drawn down
+the rows, the second across the columns. Everything else (e.g. seeds) is averaged after ``where``;
+a series is taken at its last finite time. One panel per value of ``col``, one colour scale and
+colour bar for all panels, each cell annotated with its value in black or white, whichever reads
+better on the cell's colour.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import xarray as xr
+from matplotlib.colors import Normalize
+
+from ntkpipe.plots.style import (axis_label, final_value, hue_label, is_numeric, new_figure, select, variable_label,
+                                 wrap_title)
+
+CMAP = "viridis"
+
+
+def matrix_mean(var: xr.DataArray) -> xr.DataArray:
+    """The (rows, columns) matrix of ``var``: its last two own dims, averaged over all others."""
+    var = final_value(var)
+    rows, columns = var.dims[-2:]
+    others = [d for d in var.dims if d not in (rows, columns)]
+    return (var.mean(others, skipna=True) if others else var).transpose(rows, columns)
+
+
+def text_color(rgba) -> str:
+    """Black on light cells, white on dark ones (relative luminance of the cell's colour)."""
+    r, g, b = rgba[:3]
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "white"
+
+
+def _tick_labels(values) -> list[str]:
+    """Coordinates as tick labels: integers as integers (output 0, 1, …), labels as they are."""
+    return [f"{v:g}" if is_numeric([v]) else str(v) for v in values]
+
+
+def plot_matrix(ds: xr.Dataset, spec, title: str):
+    ds = select(ds, spec.where)
+    cols = list(ds[spec.col].values) if spec.col else [None]
+    var = ds[spec.variable]
+    panels = [matrix_mean(var.sel({spec.col: c}) if spec.col else var) for c in cols]
+    rows, columns = panels[0].dims
+    n_rows, n_cols = panels[0].shape
+    finite = np.concatenate([p.values.ravel() for p in panels])
+    finite = finite[np.isfinite(finite)]
+    norm = Normalize(finite.min(), finite.max()) if finite.size else Normalize(0.0, 1.0)
+    cmap = matplotlib.colormaps[CMAP]
+    fontsize = 9 if n_cols <= 6 else 7
+    fig, axes = new_figure(1, len(cols), width=max(3.0, 0.42 * n_cols + 1.6), height=max(2.6, 0.42 * n_rows + 1.0))
+    for ax, c, matrix in zip(axes[0], cols, panels):
+        values = matrix.values
+        ax.imshow(values, cmap=cmap, norm=norm)
+        for i, j in np.ndindex(values.shape):
+            if np.isfinite(values[i, j]):
+                ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=fontsize,
+                        color=text_color(cmap(norm(values[i, j]))))
+        ax.set_xticks(range(n_cols), _tick_labels(matrix[columns].values), fontsize=8)
+        ax.set_yticks(range(n_rows), _tick_labels(matrix[rows].values), fontsize=8)
+        ax.set_xlabel(axis_label(columns))
+        ax.set_ylabel(axis_label(rows))
+        if spec.col:
+            ax.set_title(hue_label(spec.col, c), fontsize=10)
+    fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=variable_label(spec.variable),
+                 shrink=0.8)
+    fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
+    return fig
