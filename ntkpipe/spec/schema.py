@@ -195,7 +195,7 @@ class ModelBase(Strict):
     parameterization: Literal["standard", "ntk"] = "standard"
     sigma: float = Field(1.0, gt=0)
     output_scale: float = Field(1.0, gt=0)
-    gamma: float = Field(1.0, ge=0, description="feature-learning rate γ")
+    gamma: float = Field(1.0, ge=0, exclude_if=lambda v: v == 1.0, description="feature-learning rate γ")
     bias: bool = False
     origin: OriginSpec | None = None
 
