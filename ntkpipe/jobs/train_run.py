@@ -34,12 +34,9 @@ def _checkpoint_measure(run: RunContext):
 
 
 def _kernel_start(run: RunContext) -> KernelStart:
-    """K₀ and f₀ of the run's network over train ∪ test. The OFE takes the NTK of the unscaled
-    network, γ²·K_g (its own γ is the feature-learning rate of Eq. 6, not an output rescaling)."""
+    """K₀ and f₀ of the run's network over train ∪ test (the OFE kinds' network is unscaled)."""
     x_all = run.data.x_all
     gram = np.asarray(flatten_gram(empirical_ntk(run.model0, x_all)), np.float64)
-    if run.spec.model.kind in ("ofe", "ofe_fit"):
-        gram = gram * run.spec.model.gamma**2
     view = ModelView(run.model0, run)
     return KernelStart(gram, np.concatenate([view.f_train, view.f_test]), run.data.y_train)
 

@@ -24,10 +24,16 @@ def run_keys(seed: int) -> tuple[jax.Array, jax.Array]:
     return jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
 
 
+def output_rescaling(spec: ModelSpec) -> float:
+    """γ of g = f/γ (kernel-alignment Sec. 4.2): ``model.gamma``, except for the OFE kinds, whose γ is
+    that of Eq. 6 and whose K₀ is the NTK of the unscaled network."""
+    return 1.0 if spec.kind in ("ofe", "ofe_fit") else spec.gamma
+
+
 def _common(spec) -> dict:
-    """Fields every builder takes; the feature-learning rate γ divides the output (g = f/γ, kernel-alignment Sec. 4.2)."""
+    """Fields every builder takes; the output is divided by the feature-learning rate γ."""
     return dict(activation=spec.activation, parameterization=spec.parameterization, sigma=spec.sigma,
-                output_scale=spec.output_scale / spec.gamma, bias=spec.bias)
+                output_scale=spec.output_scale / output_rescaling(spec), bias=spec.bias)
 
 
 def build_mlp(spec: MlpSpec, input_shape: tuple[int, ...], out_size: int, key) -> MLP:
@@ -51,7 +57,7 @@ ARCHITECTURES: dict[str, Callable[..., eqx.Module]] = {"mlp": build_mlp, "cnn": 
 
 def learning_rate_scale(spec: ModelSpec) -> float:
     """γ²: a network with feature-learning rate γ trains with η = η₀γ² (kernel-alignment App. C)."""
-    return spec.gamma**2
+    return output_rescaling(spec) ** 2
 
 
 def build_model(spec: ModelSpec, input_shape: tuple[int, ...], out_size: int, seed: int):
