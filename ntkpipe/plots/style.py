@@ -66,7 +66,7 @@ def hue_colors(values) -> list:
 
 
 def select(ds: xr.Dataset, where: dict) -> xr.Dataset:
-    """Restrict to ``where`` (axis: value) and drop the selected axes."""
+    """Restrict to ``where`` (axis: value, dropping the axis; or axis: [values], keeping it)."""
     return ds.sel(where) if where else ds
 
 

@@ -259,7 +259,10 @@ def _where_problems(selection: dict[str, Any], points: list[dict], where: tuple)
         found = _check_axis(axis_name, points, where + (axis_name,), "where")
         if found:
             problems += found
-        elif value not in {p[axis_name] for p in points}:
-            values = sorted({p[axis_name] for p in points}, key=str)
-            problems.append((where + (axis_name,), f"{axis_name}={value!r} is not in the sweep ({values})"))
+        else:
+            known = {p[axis_name] for p in points}
+            for v in value if isinstance(value, list) else [value]:
+                if v not in known:
+                    problems.append((where + (axis_name,), f"{axis_name}={v!r} is not in the sweep "
+                                                           f"({sorted(known, key=str)})"))
     return problems
