@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from ntkpipe.measure.kernel_stats import kernel_alignment
+from ntkpipe.ntk.kernel_stats import kernel_alignment
 from ntkpipe.theory import feature_evolution as ofe
 
 N = 20

@@ -9,7 +9,7 @@ import numpy as np
 from ntkpipe.models import MLP, Linearized
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.spec.schema import TrainSpec
-from ntkpipe.theory.kernel_gd import kernel_gd, rescaled_kernel
+from ntkpipe.theory.kernel_gd import kernel_gd
 from ntkpipe.train import train
 
 
@@ -61,13 +61,6 @@ def test_kernel_gd_many_steps_and_no_test_points():
     np.testing.assert_allclose(delta, ref_d, rtol=0, atol=1e-10 * np.abs(delta0).max())
     _, f_test = kernel_gd(k, k_te, delta0, np.zeros(3), 0.6, steps)
     np.testing.assert_allclose(f_test, ref_f, rtol=0, atol=1e-10 * np.abs(ref_f).max())
-
-
-def test_rescaled_kernel_has_target_norm():
-    k = _psd_with_zero_mode(np.random.default_rng(2), 6)
-    out = rescaled_kernel(k, 7.5)
-    assert abs(np.linalg.norm(out) - 7.5) < 1e-13
-    np.testing.assert_allclose(out / np.linalg.norm(out), k / np.linalg.norm(k), rtol=1e-14)
 
 
 def test_linearized_network_trained_by_gd_is_kgd():

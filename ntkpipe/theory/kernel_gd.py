@@ -11,7 +11,7 @@ so with K = VΛVᵀ
     S_k(λ) = r Σ_{j<k} (1 − rλ)^j = (1 − (1 − rλ)^k)/λ   (→ kr as λ → 0).
 
 A linearized network trained by full-batch GD is exactly KGD with its initial NTK; KGD with the initial
-NTK rescaled to the final network NTK's norm (:func:`rescaled_kernel`) is the paper's aKGD.
+NTK rescaled to the final network NTK's norm is the paper's aKGD.
 """
 
 from __future__ import annotations
@@ -54,9 +54,3 @@ def kernel_gd(k_train, k_test_train, delta0, f0_test, rate: float,
     delta = (power * coeffs) @ v.T
     f_test = np.asarray(f0_test, dtype=np.float64) - (rate * total * coeffs) @ (k_test_train @ v).T
     return delta, f_test
-
-
-def rescaled_kernel(k, target_norm: float) -> np.ndarray:
-    """K · target_norm / ‖K‖_F: the aKGD kernel (the initial NTK at the final network NTK's norm, Fig. 1A)."""
-    k = np.asarray(k, dtype=np.float64)
-    return k * (target_norm / np.linalg.norm(k))

@@ -5,6 +5,7 @@ replace the network by a prescribed kernel K(t):
 
     kgd      K₀ frozen: f_{k+1} = f_k − (η/P) K₀ (f_k − y), exact through K₀'s eigendecomposition (Eq. 4)
     akgd     the same with K₀ · ‖K_T‖_F / ‖K₀‖_F, K_T the final NTK of the run's trained network
+             (either diverges, like a network, when (η/P)·λ_max > 2)
     ofe      Δ̇ = −(1/P) K Δ, K̇ = (γ/P)(ΔΔᵀK + KΔΔᵀ) in gradient-flow time t = η₀·step, Δ₀ = −y (Eq. 6)
     ofe_fit  the OFE with γ̂, fitted so that A(K₀ + γ̂yyᵀ, y) is the trained network's final alignment
 
@@ -51,40 +52,58 @@ def evolve_kernel(kind: str, start: KernelStart, spec: TrainSpec, *, gamma: floa
     """
     tic = time.perf_counter()
     p, c = start.y.shape
-    n = p * c
     steps = checkpoint_steps(spec.checkpoints, total_steps(spec, p))
     times = steps * spec.optimizer.lr
-    k_train, y = start.gram[:n, :n], start.y.reshape(-1)
     finals: dict[str, float] = {}
-    unfitted = False
     if kind in ("kgd", "akgd"):
-        scale = reference["kernel_norm"] / np.linalg.norm(k_train) if kind == "akgd" else 1.0
-        delta, f_test = kernel_gd(scale * k_train, scale * start.gram[n:, :n], start.f0[:p].reshape(-1) - y,
-                                  start.f0[p:].reshape(-1), spec.optimizer.lr * lr_scale / p, steps)
-        states = [(delta[i] + y, f_test[i].reshape(-1, c), scale * k_train) for i in range(len(steps))]
+        states, unstable = _kgd_states(kind, start, spec.optimizer.lr * lr_scale / p, reference, steps)
+        unfitted = False
     else:
-        if kind == "ofe_fit":
-            gamma = fit_feature_rate(k_train, -y, y, reference["alignment"])
-        finals["ofe_gamma"] = gamma
-        unfitted = not np.isfinite(gamma)  # the network's final alignment is below A(K₀): no γ̂ ≥ 0 fits
-        if unfitted:
-            solution = None
-            states = [(np.full(n, np.nan), None, np.full_like(k_train, np.nan)) for _ in steps]
-        else:
-            solution = ofe_solve(k_train, -y, gamma, 1.0 / p, times)
-            states = [(solution.delta[i] + y, None, solution.kernel[i]) for i in range(len(steps))]
-        finals["ofe_conservation_error"] = solution.conservation_error if solution else float("nan")
-        finals["ofe_final_alignment"] = (kernel_alignment(solution.conserved, y) if solution else float("nan"))
+        states, finals = _ofe_states(kind, start, gamma, reference, times)
+        unstable, unfitted = False, not np.isfinite(finals["ofe_gamma"])
     records, diverged = [], False
     progress = Progress(label, len(steps))
     for index, (f_train, f_test, gram) in enumerate(states):
-        record = measure(index, index == len(steps) - 1, f_train.reshape(p, c), f_test, gram)
+        record = measure(index, index == len(steps) - 1, f_train.reshape(p, c),
+                         None if f_test is None else f_test.reshape(-1, c), gram)
         records.append(record)
         if not np.isfinite(record["loss"]) and not unfitted:
             diverged = True
             break
         progress.update(index, loss=record["loss"])
+    diverged = diverged or unstable
     progress.close(diverged=diverged)
     return Trajectory(steps=steps, time=times, epoch=steps.astype(float), series=stack_records(records, len(steps)),
                       diverged=diverged, model=None, seconds={"train": time.perf_counter() - tic, "measure": 0.0},
                       finals=finals)
+
+
+def _kgd_states(kind: str, start: KernelStart, rate: float, reference: dict[str, float], steps: np.ndarray):
+    """(f_train, f_test, K) at each checkpoint of KGD/aKGD with rate η/P, and whether it is unstable:
+    |1 − rλ_max| > 1 grows without bound, like a diverged network (then only step 0 is given)."""
+    n = start.y.size
+    k_train = start.gram[:n, :n]
+    scale = reference["kernel_norm"] / np.linalg.norm(k_train) if kind == "akgd" else 1.0
+    unstable = rate * scale * np.linalg.eigvalsh(k_train)[-1] > 2.0
+    y = start.y.reshape(-1)
+    delta, f_test = kernel_gd(scale * k_train, scale * start.gram[n:, :n], start.f0[: len(start.y)].reshape(-1) - y,
+                              start.f0[len(start.y):].reshape(-1), rate, steps[:1] if unstable else steps)
+    return [(delta[i] + y, f_test[i], scale * k_train) for i in range(len(delta))], unstable
+
+
+def _ofe_states(kind: str, start: KernelStart, gamma: float, reference: dict[str, float], times: np.ndarray):
+    """(f_train, None, K) at each checkpoint time of the OFE from Δ₀ = −y with rate 1/P per unit t, and
+    its γ (γ̂ for ``ofe_fit``; NaN when the network's final alignment is below A(K₀), so no γ̂ ≥ 0 fits),
+    conservation error and A(K∞, y)."""
+    n = start.y.size
+    k_train, y = start.gram[:n, :n], start.y.reshape(-1)
+    if kind == "ofe_fit":
+        gamma = fit_feature_rate(k_train, -y, y, reference["alignment"])
+    if not np.isfinite(gamma):
+        nan = float("nan")
+        states = [(np.full(n, nan), None, np.full_like(k_train, nan)) for _ in times]
+        return states, {"ofe_gamma": nan, "ofe_conservation_error": nan, "ofe_final_alignment": nan}
+    solution = ofe_solve(k_train, -y, gamma, 1.0 / len(start.y), times)
+    states = [(solution.delta[i] + y, None, solution.kernel[i]) for i in range(len(times))]
+    return states, {"ofe_gamma": gamma, "ofe_conservation_error": solution.conservation_error,
+                    "ofe_final_alignment": kernel_alignment(solution.conserved, y)}
