@@ -43,6 +43,8 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     merged = xr.merge(pieces, join="outer", compat="no_conflicts", combine_attrs="drop")
     merged = merged.reindex(axis_coords(axes, study.points))
     merged["run_id"] = merged["run_id"].fillna("").astype(str)
+    for dim in axes:  # which spec key a dimension is (``gamma`` may be data.gamma or model.gamma)
+        merged[dim].attrs["axis"] = study.axis_keys.get(dim, dim)
     for summary in study.spec.summaries:
         merged = merged.merge(summary_variables(merged, summary))
     totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}

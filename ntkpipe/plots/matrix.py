@@ -63,8 +63,8 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
                         color=text_color(cmap(norm(values[i, j]))))
         ax.set_xticks(range(n_cols), _tick_labels(matrix[columns].values), fontsize=8)
         ax.set_yticks(range(n_rows), _tick_labels(matrix[rows].values), fontsize=8)
-        ax.set_xlabel(axis_label(columns))
-        ax.set_ylabel(axis_label(rows))
+        ax.set_xlabel(axis_label(columns, ds))
+        ax.set_ylabel(axis_label(rows, ds))
         if spec.col:
             ax.set_title(hue_label(spec.col, c), fontsize=10)
     fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=variable_label(spec.variable),

@@ -20,7 +20,8 @@ from matplotlib.figure import Figure
 from ntkpipe.measure.registry import VARIABLES
 
 AXIS_LABELS = {
-    "sigma": "init scale σ", "depth": "depth L", "seed": "seed", "gamma": "whitening exponent γ",
+    "sigma": "init scale σ", "depth": "depth L", "seed": "seed", "gamma": "γ",
+    "data.gamma": "whitening exponent γ", "model.gamma": "feature-learning rate γ",
     "eigen_index": "eigenfunction index j", "model_kind": "model", "width": "width N", "lr": "learning rate η",
     "n_train": "training points P", "output_scale": "output scale", "teacher_scale": "teacher scale s",
     "spectrum_index": "eigenvalue index k", "mode": "mode k", "test_point": "test point",
@@ -37,7 +38,11 @@ def variable_label(name: str) -> str:
     return VARIABLES[name].label if name in VARIABLES else name
 
 
-def axis_label(name: str) -> str:
+def axis_label(name: str, ds: xr.Dataset | None = None) -> str:
+    """The label of dimension ``name``; a sweep axis whose short name is ambiguous (``gamma``) is looked
+    up by the axis key the study dataset records in the coordinate's ``axis`` attribute."""
+    if ds is not None and name in ds.coords:
+        name = ds[name].attrs.get("axis", name)
     return AXIS_LABELS.get(name, name)
 
 

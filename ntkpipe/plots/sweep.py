@@ -78,7 +78,7 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
         shown = [v for v in x_values if v > 0]
         ax.set_xticks(shown, [f"{v:g}" for v in shown])
         ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel(axis_label(spec.x))
+    ax.set_xlabel(axis_label(spec.x, ds))
     ax.set_ylabel(spec.ylabel or " / ".join(variable_label(v) for v in ys))
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, frameon=False)

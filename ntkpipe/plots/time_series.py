@@ -51,7 +51,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
     reference = select(ds, spec.reference) if spec.reference else None
     ds = select(ds, spec.where)
     cols = list(ds[spec.col].values) if spec.col else [None]
-    hues = list(ds[spec.hue].values) if spec.hue else [None]
+    hues = _drawn_values(ds, spec.hue, spec.variables) if spec.hue else [None]
     colors, norm = _hue_scheme(hues)
     rows = [spec.variables] if spec.overlay else [[v] for v in spec.variables]
     fig, axes = new_figure(len(rows), len(cols))
@@ -93,7 +93,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
         axes[0, -1].plot([], [], "--", color="0.3", label="theory (dashed)")
     if norm is not None:
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
-        fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue), shrink=0.8)
+        fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue, ds), shrink=0.8)
     if norm is None and (spec.hue or spec.overlay or spec.theory or spec.reference):
         axes[0, -1].legend(fontsize=8, frameon=False)
     fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
@@ -107,3 +107,13 @@ def _hue_scheme(hues: list):
     lo, hi = float(min(hues)), float(max(hues))
     norm = LogNorm(lo, hi) if lo > 0 and hi / lo > 20 else Normalize(lo, hi)
     return [matplotlib.colormaps["viridis"](float(norm(h))) for h in hues], norm
+
+
+def _drawn_values(ds: xr.Dataset, dim: str, variables: list[str]) -> list:
+    """Values of ``dim`` at which some variable has data (a union sweep leaves others empty)."""
+    values = list(ds[dim].values)
+    if dim not in ds.dims:
+        return values
+    finite = [bool(any(np.isfinite(ds[v].sel({dim: x})).any() for v in variables if dim in ds[v].dims))
+              for x in values]
+    return [x for x, keep in zip(values, finite) if keep] or values

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import re
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ class Study:
     spec: StudySpec
     points: list[dict[str, Any]]
     runs: list[RunSpec]
+    axis_keys: dict[str, str] = field(default_factory=dict)
+    """Dataset dimension → the sweep key that sets it (``gamma`` → ``model.gamma``; case axes: their name)."""
 
     @property
     def axes(self) -> list[str]:
@@ -97,7 +99,7 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT) -> Study:
         problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points)]
     if problems:
         raise SpecError(str(path), _by_line(problems))
-    return Study(path.stem, variant, path, spec, valid_points, runs)
+    return Study(path.stem, variant, path, spec, valid_points, runs, axis_keys)
 
 
 def _by_line(problems: list[str]) -> list[str]:
