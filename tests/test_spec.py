@@ -296,7 +296,31 @@ def test_case_errors_point_at_the_override(tmp_path):
     found = problems(tmp_path, CASES.replace("    dataset:\n", "    method:\n"))
     assert "case axis name 'method' is reserved" in found[0]
     found = problems(tmp_path, CASES.replace("    dataset:\n", "    sigma:\n"))
-    assert "'sigma' is a spec axis; sweep it directly" in found[0]
+    assert "axis 'sigma' is set twice in one product" in found[0]
+    found = problems(tmp_path, CASES.replace("  sigma: [0.1, 0.2]\n", "").replace("    dataset:\n", "    gamma:\n"))
+    assert "'gamma' names several spec keys (data.gamma, model.gamma)" in found[0]
+
+
+SPEC_AXIS_CASES = BASE.replace("measure: [loss, t_half]", "measure: [loss]") + """sweep:
+  cases:
+    activation:
+      relu: {data: {gamma: null}, model: {depth: 2}}
+      linear: {}
+"""
+
+
+def test_case_axis_named_like_a_spec_axis_sets_it(tmp_path):
+    """A case axis named like a spec axis is that axis: each label is its value, set after the
+    label's overrides (kernel_specialization: a ReLU net on digits vs a linear net on teachers)."""
+    study = load_study(write(tmp_path, SPEC_AXIS_CASES))
+    assert study.axes == ["activation"] and study.points == [{"activation": "relu"}, {"activation": "linear"}]
+    relu, linear = study.runs
+    assert (relu.model.activation, relu.model.depth, relu.data.gamma) == ("relu", 2, None)
+    assert (linear.model.activation, linear.model.depth, linear.data.gamma) == ("linear", 3, 0.0)
+    found = problems(tmp_path, SPEC_AXIS_CASES.replace("linear: {}", "linear: {model: {activation: relu}}"))
+    assert "case activation='linear' sets model.activation, which the label sets" in found[0]
+    found = problems(tmp_path, SPEC_AXIS_CASES.replace("linear: {}", "lenear: {}"))
+    assert any("activation='lenear'" in p and "Input should be" in p for p in found)
 
 
 def test_variant_sweep_replaces_the_base_sweep(tmp_path):

@@ -417,7 +417,8 @@ class TimeSeriesFigure(Strict):
     ``mode``), averaged over the remaining dimensions. ``normalize`` divides a variable by its
     ``initial`` or ``final`` value; ``theory`` maps a variable to its theory (series or scalar),
     drawn dashed; ``reference`` selects other runs (e.g. the network a model is compared with),
-    drawn dashed in black."""
+    drawn dashed in black. ``where`` selects sweep axes and, in any figure, dimensions that every
+    plotted variable has (e.g. ``output: 3`` of ``kv_projection``, hue ``target``)."""
 
     name: str
     kind: Literal["time_series"]

@@ -10,7 +10,10 @@ A sweep node is a mapping whose entries are combined as a Cartesian product:
     product: [node, node]   an explicit product of sub-nodes
     cases: {name: {label: overrides}}   a new axis ``name`` whose values are labels, each a set of
                             spec overrides merged into the run (e.g. two datasets that differ in
-                            several keys); its coordinate in the dataset is the label
+                            several keys); its coordinate in the dataset is the label. A case axis
+                            named like a spec axis (``activation: {relu: {...}, linear: {...}}``)
+                            also sets that axis to the label, after the overrides (which may not
+                            set it themselves)
 
 Values are a list, or ``{logspace: [e0, e1, n]}`` (10^e, numpy.logspace), ``{geomspace: [a, b, n]}``,
 ``{linspace: [a, b, n]}`` or ``{range: [start, stop, step]}`` (integers, stop exclusive).
@@ -167,8 +170,9 @@ def _cases(value, key_path: tuple) -> dict[str, dict[str, dict]]:
         raise SweepError("cases takes a mapping of new axis names to {label: overrides}", key_path)
     for name, labels in value.items():
         here = key_path + (name,)
-        if name in AXES or name in AMBIGUOUS:
-            raise SweepError(f"{name!r} is a spec axis; sweep it directly, or give the case axis another name", here)
+        if name in AMBIGUOUS:
+            raise SweepError(f"{name!r} names several spec keys ({', '.join(AMBIGUOUS[name])}); give the case "
+                             "axis another name", here)
         if name in RESERVED_NAMES:
             raise SweepError(f"case axis name {name!r} is reserved ({', '.join(RESERVED_NAMES)}); choose another", here)
         if not CASE_NAME.match(str(name)):
@@ -183,7 +187,20 @@ def _cases(value, key_path: tuple) -> dict[str, dict[str, dict]]:
                 if key not in OVERRIDABLE:
                     raise SweepError(f"case {name}={label!r} may override {', '.join(OVERRIDABLE)}, not {key!r}"
                                      f"{suggest(key, OVERRIDABLE)}", here + (label, key))
+            if name in AXES and _sets(overrides, AXES[name]):
+                raise SweepError(f"case {name}={label!r} sets {'.'.join(AXES[name])}, which the label sets; "
+                                 "remove it from the overrides", here + (label,))
     return value
+
+
+def _sets(overrides: dict, key_path: tuple[str, ...]) -> bool:
+    """Whether ``overrides`` gives a value at ``key_path``."""
+    node = overrides
+    for key in key_path:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
 
 
 def case_overrides(node, key_path: tuple = ()) -> dict[str, dict[str, tuple[tuple, dict]]]:

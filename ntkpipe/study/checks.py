@@ -213,7 +213,7 @@ def _figure_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
         where = ("figures", i)
         if names.count(fig.name) > 1:
             problems.append((where + ("name",), f"figure name {fig.name!r} is used twice"))
-        problems += _where_problems(fig.where, points, where + ("where",))
+        problems += _where_problems(fig.where, points, where + ("where",), _plotted(fig, variables))
         problems += _where_problems(getattr(fig, "reference", {}), points, where + ("reference",))
         if fig.kind == "sweep":
             ys = [fig.y] if isinstance(fig.y, str) else fig.y
@@ -253,9 +253,23 @@ def _figure_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
     return problems
 
 
-def _where_problems(selection: dict[str, Any], points: list[dict], where: tuple) -> list[Problem]:
+def _plotted(fig, variables: dict[str, Variable]) -> list[Variable]:
+    """The measured variables a figure draws (its theory and references aside)."""
+    names = {"sweep": lambda: [fig.y] if isinstance(fig.y, str) else fig.y, "time_series": lambda: fig.variables,
+             "scatter": lambda: [fig.x] + fig.y, "images": lambda: [fig.variable],
+             "matrix": lambda: [fig.variable]}[fig.kind]()
+    return [variables[n] for n in names if n in variables]
+
+
+def _where_problems(selection: dict[str, Any], points: list[dict], where: tuple,
+                    plotted: list[Variable] = ()) -> list[Problem]:
+    """Each key of ``selection`` is a sweep axis with one of its values, or (``plotted`` given) a
+    dimension of every plotted variable, e.g. ``output: 3`` for ``kv_projection`` (its coordinates
+    are known only once the runs exist)."""
     problems: list[Problem] = []
     for axis_name, value in selection.items():
+        if plotted and not (points and axis_name in points[0]) and all(axis_name in v.dims for v in plotted):
+            continue
         found = _check_axis(axis_name, points, where + (axis_name,), "where")
         if found:
             problems += found
