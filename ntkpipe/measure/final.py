@@ -7,16 +7,15 @@ whose dims the registry declares.
 from __future__ import annotations
 
 import numpy as np
-
-from ntkpipe.measure.context import ModelView, RunContext
-from ntkpipe.measure.crossing import first_crossing, half_loss_time, variation_after
-from ntkpipe.measure.kernel_regression import kernel_predictions
-from ntkpipe.measure.weights import moving_network
 from jax.flatten_util import ravel_pytree
 
 from ntkpipe.measure.checkpoint import subset_size
+from ntkpipe.measure.context import ModelView, RunContext
+from ntkpipe.measure.crossing import first_crossing, half_loss_time, variation_after
+from ntkpipe.measure.kernel_regression import kernel_predictions
 from ntkpipe.measure.rotation import parameter_distances
 from ntkpipe.measure.specialization import diagonal_ratio, kernel_specialization_matrix
+from ntkpipe.measure.weights import moving_network
 from ntkpipe.models import trainable
 from ntkpipe.ntk import empirical_ntk, jacobian_alignment, jacobian_alignments
 from ntkpipe.theory import deep_linear, feature_evolution, final_kernel, relu_components, two_layer

@@ -82,7 +82,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                           label=shown)
             ax.set_xscale("log" if spec.logx else "linear")
             ax.set_yscale("log" if any(n in spec.logy for n in names) else "linear")
-            ax.set_ylabel("normalized value" if spec.overlay else
+            ax.set_ylabel(("normalized value" if spec.normalize else "value") if spec.overlay else
                           variable_label(names[0]) + (f" / {spec.normalize[names[0]]}" if names[0] in spec.normalize else ""))
             ax.grid(True, alpha=0.3)
             if i == len(rows) - 1:
