@@ -19,7 +19,7 @@ from ntkpipe.ntk import (
     jacobian_alignment,
     jacobian_alignments,
 )
-from ntkpipe.ntk.jacobian import layer_components
+from ntkpipe.models import layer_components
 
 RTOL = 1e-10
 IMPLEMENTATIONS = [NtkImplementation.JACOBIAN, NtkImplementation.MLP_LAYERS]

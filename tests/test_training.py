@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -131,3 +132,27 @@ def test_checkpoint_grid_is_shared_across_lengths():
 ])
 def test_total_steps(kw, expected):
     assert total_steps(spec(**kw), 10) == expected
+
+
+@pytest.mark.parametrize("optimizer", [{"name": "gd"}, {"name": "adam"}])
+def test_per_layer_learning_rates_match_optax_with_a_multiplier_per_layer(optimizer):
+    """θ_ℓ ← θ_ℓ − η m_ℓ u_ℓ with m = layer_lr, the readout's also times lr_ratio (solvable-model η_u, η_W)."""
+    net = MLP(3, 8, 3, 1, activation="tanh", bias=True, dtype=jnp.float64, key=jax.random.PRNGKey(2))
+    train_spec = spec(optimizer={**optimizer, "lr": 0.05, "layer_lr": [2.0, 0.5, 1.0], "lr_ratio": 3.0}, steps=7)
+    got = run(net, train_spec).model
+    multipliers = [2.0, 0.5, 3.0]
+    direction = optax.scale_by_adam() if optimizer["name"] == "adam" else optax.identity()
+    params = (net.weights, net.biases)
+    state = direction.init(params)
+
+    def loss(p):
+        model = eqx.tree_at(lambda m: (m.weights, m.biases), net, p)
+        f = jax.vmap(model)(jnp.asarray(X))
+        return 0.5 * jnp.mean(jnp.sum((f - Y) ** 2, -1))
+
+    for _ in range(7):
+        updates, state = direction.update(jax.grad(loss)(params), state, params)
+        params = tuple(tuple(p - 0.05 * m * u for p, u, m in zip(ps, us, multipliers))
+                       for ps, us in zip(params, updates))
+    for mine, ref in zip(jax.tree.leaves((got.weights, got.biases)), jax.tree.leaves(params)):
+        np.testing.assert_allclose(mine, ref, rtol=1e-12, atol=1e-14)

@@ -17,7 +17,7 @@ import numpy as np
 from ntkpipe.data.digits import digits_pool
 from ntkpipe.data.images import grayscale, resize
 from ntkpipe.data.nad import nad_samples
-from ntkpipe.data.synthetic import (gaussian_inputs, mixture_samples, orthonormal_centres, random_signs,
+from ntkpipe.data.synthetic import (gaussian_inputs, line_direction, line_inputs, mixture_samples, orthonormal_centres, random_signs,
                                     sphere_inputs, unit_teacher)
 from ntkpipe.data.whitening import partial_whitening_map
 from ntkpipe.spec.schema import SYNTHETIC_SOURCES, DataSpec
@@ -57,6 +57,14 @@ class Dataset:
     @property
     def n_outputs(self) -> int:
         return self.y_train.shape[1]
+
+    @property
+    def principal_direction(self) -> np.ndarray:
+        """The top right-singular vector n of the flattened training inputs, signed so that n·x₁ > 0
+        (for data on a line x = a·n: ±n)."""
+        _, _, vt = np.linalg.svd(self.flat_train, full_matrices=False)
+        n = vt[0]
+        return n if n @ self.flat_train[0] >= 0 else -n
 
     def with_targets(self, y_all: np.ndarray) -> "Dataset":
         """Replace the targets by ``y_all`` (n_train + n_test, C), train rows first."""
@@ -141,8 +149,12 @@ def _synthetic_split(spec: DataSpec, rng: np.random.Generator):
         return (*mixture_samples(centres, spec.n_train, spec.noise, rng),
                 *mixture_samples(centres, spec.n_test, spec.noise, rng))
     n = spec.n_train + spec.n_test
-    gaussian = spec.source == "linear_teacher" and spec.inputs == "gaussian"
-    x = (gaussian_inputs if gaussian else sphere_inputs)(n, spec.dim, rng)
+    inputs = spec.inputs if spec.source == "linear_teacher" else "sphere"
+    if inputs == "line":  # the training point alone is the unit input when there is one
+        x = np.concatenate([line_inputs(spec.n_train, spec.dim, spec.seed, rng),
+                            line_inputs(spec.n_test, spec.dim, spec.seed, rng) if spec.n_test else np.zeros((0, spec.dim))])
+    else:
+        x = (gaussian_inputs if inputs == "gaussian" else sphere_inputs)(n, spec.dim, rng)
     if spec.source == "linear_teacher":
         return x[: spec.n_train], None, x[spec.n_train:], None
     y = random_signs(n, rng)
@@ -151,7 +163,10 @@ def _synthetic_split(spec: DataSpec, rng: np.random.Generator):
 
 def _teachers(spec: DataSpec, rng: np.random.Generator) -> np.ndarray:
     """β_1 … β_C as columns (D, C), scaled so that y_c = β_cᵀx ~ N(0, 1) for every input law:
-    unit β_c for x ~ N(0, I_D); β_c ~ N(0, I_D) for x on the unit sphere (kernel-alignment Sec. 5.2)."""
+    unit β_c for x ~ N(0, I_D); β_c ~ N(0, I_D) for x on the unit sphere (kernel-alignment Sec. 5.2);
+    β_c = n for inputs on the line x = a·n."""
+    if spec.inputs == "line":  # β_c = n, the line's direction: y = s·a (solvable-model Sec. 2)
+        return np.repeat(line_direction(spec.dim, spec.seed)[:, None], spec.teachers, axis=1)
     if spec.inputs == "gaussian":
         return np.stack([unit_teacher(spec.dim, rng) for _ in range(spec.teachers)], axis=1)
     return rng.standard_normal((spec.dim, spec.teachers))

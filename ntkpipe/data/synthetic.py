@@ -1,5 +1,5 @@
-"""Synthetic data: Gaussian or sphere inputs with linear teachers (silent-alignment Sec. 3,
-kernel-alignment Sec. 5.2), random ±1 labels on the sphere (kernel-alignment Sec. 6.1, App. E.4)
+"""Synthetic data: Gaussian, sphere or line inputs with linear teachers (silent-alignment Sec. 3,
+kernel-alignment Sec. 5.2, solvable-model Sec. 2), random ±1 labels on the sphere (kernel-alignment Sec. 6.1, App. E.4)
 and a mixture of Gaussians around orthonormal centres (kernel-alignment Sec. 6.2, App. E.5)."""
 
 from __future__ import annotations
@@ -16,6 +16,19 @@ def sphere_inputs(n: int, dim: int, rng: np.random.Generator) -> np.ndarray:
     """x = g/|g| with g ~ N(0, I_D): uniform on the unit sphere S^{D−1}, shape (n, D)."""
     g = rng.standard_normal((n, dim))
     return g / np.linalg.norm(g, axis=1, keepdims=True)
+
+
+def line_direction(dim: int, seed: int) -> np.ndarray:
+    """n, the unit direction of data on a line x = a·n (solvable-model Sec. 2), drawn from the data
+    seed alone so that inputs and teacher share it."""
+    g = np.random.default_rng([seed, 1]).standard_normal(dim)
+    return g / np.linalg.norm(g)
+
+
+def line_inputs(n: int, dim: int, seed: int, rng: np.random.Generator) -> np.ndarray:
+    """x_μ = a_μ n with a_μ ~ N(0, 1), shape (n, D); a single point is the unit input x = n."""
+    a = np.ones(1) if n == 1 else rng.standard_normal(n)
+    return np.outer(a, line_direction(dim, seed))
 
 
 def unit_teacher(dim: int, rng: np.random.Generator) -> np.ndarray:

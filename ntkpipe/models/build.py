@@ -11,8 +11,10 @@ from collections.abc import Callable
 
 import equinox as eqx
 import jax
+import numpy as np
 
 from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
+from ntkpipe.models.init import near_parallel
 from ntkpipe.models.linearized import Linearized
 from ntkpipe.models.mlp import MLP
 from ntkpipe.spec.schema import CnnSpec, MlpSpec, ModelSpec
@@ -37,7 +39,8 @@ def _common(spec) -> dict:
 
 
 def build_mlp(spec: MlpSpec, input_shape: tuple[int, ...], out_size: int, key) -> MLP:
-    return MLP(math.prod(input_shape), spec.width, spec.depth, out_size, key=key, **_common(spec))
+    variances = None if spec.layer_variance is None else tuple(spec.layer_variance)
+    return MLP(math.prod(input_shape), spec.width, spec.depth, out_size, key=key, variances=variances, **_common(spec))
 
 
 def build_cnn(spec: CnnSpec, input_shape: tuple[int, ...], out_size: int, key) -> CNN:
@@ -60,9 +63,15 @@ def learning_rate_scale(spec: ModelSpec) -> float:
     return output_rescaling(spec) ** 2
 
 
-def build_model(spec: ModelSpec, input_shape: tuple[int, ...], out_size: int, seed: int):
+def build_model(spec: ModelSpec, input_shape: tuple[int, ...], out_size: int, seed: int,
+                input_direction: np.ndarray | None = None):
     """The network of ``spec`` at init (or its linearization for ``kind: linearized``; kernel kinds
-    evolve the NTK of this network)."""
+    evolve the NTK of this network). ``input_direction`` is the unit direction n of the training
+    inputs that a near-parallel init aligns the readout with."""
     init_key, _ = run_keys(seed)
     net = ARCHITECTURES[spec.architecture](spec, tuple(input_shape), out_size, init_key)
+    if getattr(spec, "init", "gaussian") == "near_parallel":
+        if input_direction is None:
+            raise ValueError("init 'near_parallel' needs the direction of the training inputs")
+        net = near_parallel(net, input_direction, spec.disturbance, jax.random.fold_in(init_key, 2))
     return Linearized(net) if spec.kind == "linearized" else net

@@ -11,6 +11,8 @@ with κ the output scale. The two parameterizations differ in where the init sca
     standard:  W_ℓ ~ N(0, σ²/n_{ℓ-1}),  c_ℓ = 1           (silent-alignment Sec. 3)
     ntk:       W_ℓ ~ N(0, 1),           c_ℓ = σ/√n_{ℓ-1}
 
+or, with per-layer ``variances`` v_ℓ (standard only), W_ℓ ~ N(0, v_ℓ) (solvable-model Sec. 3).
+
 Both give the same function at init; they differ in the learning dynamics (and the NTK). Biases start
 at zero and enter with multiplier 1.
 """
@@ -63,6 +65,7 @@ class MLP(eqx.Module):
         sigma: float = 1.0,
         output_scale: float = 1.0,
         bias: bool = False,
+        variances: tuple[float, ...] | None = None,
         dtype=jnp.float32,
         key: PRNGKeyArray,
     ):
@@ -73,9 +76,14 @@ class MLP(eqx.Module):
         sizes = [in_size] + [width] * (depth - 1) + [out_size]
         keys = jax.random.split(key, depth)
         weights, multipliers = [], []
-        for k, fan_in, fan_out in zip(keys, sizes[:-1], sizes[1:]):
+        if variances is not None and (parameterization != "standard" or len(variances) != depth):
+            raise ValueError(f"variances need the standard parameterization and one per layer ({depth})")
+        for ell, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
             w = jax.random.normal(k, (fan_out, fan_in), dtype)
-            if parameterization == "standard":
+            if variances is not None:
+                weights.append(w * math.sqrt(variances[ell]))
+                multipliers.append(1.0)
+            elif parameterization == "standard":
                 weights.append(w * (sigma / math.sqrt(fan_in)))
                 multipliers.append(1.0)
             elif parameterization == "ntk":

@@ -87,7 +87,7 @@ def empirical_ntk(
     and the components add up to the full kernel. The readout/hidden split of the kernel-alignment
     paper is ``K[-1]`` (K_V) vs ``K[:-1].sum(0)`` (K_W). On a non-MLP model (``JACOBIAN``,
     ``NTK_VECTOR_PRODUCTS``; e.g. a :class:`~ntkpipe.models.CNN`: conv layers, dense layers, readout) the
-    components follow :func:`ntkpipe.ntk.jacobian.layer_components`: the first sequence index in a
+    components follow :func:`ntkpipe.models.layer_components`: the first sequence index in a
     leaf's pytree path (``layers[ℓ].weight`` → ℓ).
 
     Args:

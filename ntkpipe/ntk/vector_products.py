@@ -14,7 +14,7 @@ Jacobian, a·C·P per block) are materialized; the x2 Jacobian never is.
 
 The per-layer component ℓ pushes forward only the leaves of that component (the others are closed
 over as constants, so the tangent starts at layer ℓ), one jvp per component: up to L times the time
-of the full kernel. The components are :func:`~ntkpipe.ntk.jacobian.layer_components`.
+of the full kernel. The components are :func:`~ntkpipe.models.layer_components`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from jaxtyping import Array, Float, Int
 
 from ntkpipe.models import trainable
 from ntkpipe.ntk.blocking import assemble_gram
-from ntkpipe.ntk.jacobian import layer_components
+from ntkpipe.models import layer_components
 
 
 def _pullbacks(arrays, rest, x: Float[Array, "a ..."], num_outputs: int) -> list[Float[Array, "a C ..."]]:

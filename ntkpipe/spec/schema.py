@@ -97,8 +97,8 @@ class DataSpec(Strict):
     n_train: int = Field(ge=1)
     n_test: int = Field(0, ge=0)
     dim: int | None = Field(None, ge=1, description="input dimension D of synthetic data")
-    inputs: Literal["gaussian", "sphere"] = Field("gaussian", exclude_if=lambda v: v == "gaussian",
-                                                  description="input distribution of linear_teacher data")
+    inputs: Literal["gaussian", "sphere", "line"] = Field("gaussian", exclude_if=lambda v: v == "gaussian",
+                                                          description="input distribution of linear_teacher data")
     teachers: int = Field(1, ge=1, exclude_if=lambda v: v == 1, description="C: linear teachers, one output each")
     clusters: int | None = Field(None, ge=2, exclude_if=lambda v: v is None,
                                  description="C: classes of gaussian_mixture data")
@@ -211,11 +211,35 @@ class ModelBase(Strict):
 
 class MlpSpec(ModelBase):
     """A fully connected network (see :class:`ntkpipe.models.MLP`). ``depth`` counts weight layers:
-    "2 × 100" (two hidden layers of 100) is depth 3, width 100. Image inputs are flattened."""
+    "2 × 100" (two hidden layers of 100) is depth 3, width 100. Image inputs are flattened.
+    ``layer_variance`` draws W_ℓ ~ N(0, v_ℓ) instead of σ²/fan_in; ``init: near_parallel`` (depth 2)
+    sets the readout u ∥ W n for the top direction n of the training inputs, plus a Gaussian
+    perturbation of relative size ``disturbance`` (solvable-model Fig. 1b, d), keeping |u|."""
 
     architecture: Literal["mlp"] = "mlp"
     depth: int = Field(ge=1)
     width: int = Field(ge=1)
+    layer_variance: list[Annotated[float, Field(gt=0)]] | None = Field(
+        None, exclude_if=lambda v: v is None, description="per-layer variance v_ℓ of the weight entries")
+    init: Literal["gaussian", "near_parallel"] = Field("gaussian", exclude_if=lambda v: v == "gaussian")
+    disturbance: float = Field(0.0, ge=0, exclude_if=lambda v: v == 0.0,
+                               description="ε: relative size of the perturbation of a near-parallel readout")
+
+    @model_validator(mode="after")
+    def _init_fields(self):
+        if self.layer_variance is not None and (len(self.layer_variance) != self.depth
+                                                or self.parameterization != "standard"):
+            raise ValueError(f"'layer_variance' needs one variance per weight layer ({self.depth}) and the "
+                             "standard parameterization")
+        if self.init == "near_parallel" and self.depth != 2:
+            raise ValueError("init 'near_parallel' (readout u ∥ W n) applies to depth-2 networks")
+        if self.disturbance and self.init != "near_parallel":
+            raise ValueError("'disturbance' applies to init 'near_parallel'")
+        return self
+
+    @property
+    def weight_layers(self) -> int:
+        return self.depth
 
 
 class ConvLayerSpec(Strict):
@@ -239,6 +263,11 @@ class CnnSpec(ModelBase):
     preset: Literal["lenet5"] | None = None
     conv: list[ConvLayerSpec] | None = None
     dense: list[int] | None = None
+
+    @property
+    def weight_layers(self) -> int:
+        """conv layers, dense layers and the readout (LeNet-5: 2 + 2 + 1)."""
+        return 5 if self.preset == "lenet5" else len(self.conv) + len(self.dense or []) + 1
 
     @model_validator(mode="after")
     def _preset_or_layers(self):
@@ -266,8 +295,10 @@ MODEL_SPEC = TypeAdapter(ModelSpec)
 
 
 class OptimizerSpec(Strict):
-    """Update θ ← θ − η_t u_t with u_t from ``name``: gd/sgd (u = g, or heavy-ball momentum),
-    adam. η_t = lr for ``constant``; η_t = lr (1 − t/T) for ``linear_decay``."""
+    """Update θ ← θ − η_t m_ℓ u_t with u_t from ``name``: gd/sgd (u = g, or heavy-ball momentum),
+    adam. η_t = lr for ``constant``; η_t = lr (1 − t/T) for ``linear_decay``. The multiplier m_ℓ of
+    weight layer ℓ (its weights and bias) is ``layer_lr[ℓ]`` (default 1), times ``lr_ratio`` for the
+    readout: a two-layer f = κuᵀWx trains with η_W = lr and η_u = lr·lr_ratio (solvable-model Sec. 2)."""
 
     name: Literal["gd", "sgd", "adam"] = axis("optimizer")
     lr: float = Field(gt=0)
@@ -276,6 +307,10 @@ class OptimizerSpec(Strict):
     b1: float = Field(0.9, ge=0.0, lt=1.0)
     b2: float = Field(0.999, ge=0.0, lt=1.0)
     eps: float = Field(1e-8, gt=0)
+    layer_lr: list[float] | None = Field(None, exclude_if=lambda v: v is None,
+                                         description="learning-rate multiplier per weight layer, input side first")
+    lr_ratio: float = Field(1.0, gt=0, exclude_if=lambda v: v == 1.0,
+                            description="η_readout / η_hidden: the readout layer's multiplier")
 
     @model_validator(mode="after")
     def _momentum_only_for_sgd(self):
@@ -518,6 +553,14 @@ class RunSpec(Strict):
         return self
 
     @model_validator(mode="after")
+    def _one_multiplier_per_layer(self):
+        given = self.train.optimizer.layer_lr
+        if given is not None and len(given) != self.model.weight_layers:
+            raise ValueError(f"train.optimizer.layer_lr has {len(given)} multipliers; the model has "
+                             f"{self.model.weight_layers} weight layers (input side first, readout last)")
+        return self
+
+    @model_validator(mode="after")
     def _kernel_kinds_train_by_gradient_descent(self):
         """Kernel kinds evolve under (kernel) gradient descent on the MSE loss, full batch."""
         if self.model.kind not in KERNEL_KINDS:
@@ -526,6 +569,7 @@ class RunSpec(Strict):
         wrong = [what for ok, what in [
             (opt.name == "gd", "train.optimizer.name 'gd'"), (opt.schedule == "constant", "a constant schedule"),
             (self.train.batch_size is None, "full batch (train.batch_size null)"),
+            (opt.layer_lr is None and opt.lr_ratio == 1.0, "one learning rate for all layers"),
             (self.train.loss == "mse", "train.loss 'mse'")] if not ok]
         if wrong:
             raise ValueError(f"model.kind {self.model.kind!r} evolves a kernel by gradient descent on the squared "

@@ -52,7 +52,7 @@ def run_context(spec: RunSpec, stage_paths: dict[str, Path]) -> RunContext:
     """The run's data and initial model (linearized around its origin's θ_k if it has one)."""
     stages = read_stages(stage_paths)
     data = run_data(spec.data, stages)
-    model0 = build_model(spec.model, data.input_shape, output_count(spec.data), spec.seed)
+    model0 = build_model(spec.model, data.input_shape, output_count(spec.data), spec.seed, data.principal_direction)
     if spec.model.origin is not None:
         model0 = Linearized(origin_network(model0.origin, stages["origin"], spec.model.origin.epochs),
                             centered=True)

@@ -27,7 +27,7 @@ def pretrain(job: StageJob, out: str | Path) -> Path:
     spec = RunSpec.model_validate({**{k: job.config[k] for k in ("seed", "data", "model", "train")},
                                    "measure": []})
     data = run_data(spec.data, read_stages(job.inputs))
-    network = build_model(spec.model, data.input_shape, output_count(spec.data), spec.seed)
+    network = build_model(spec.model, data.input_shape, output_count(spec.data), spec.seed, data.principal_direction)
     run = RunContext(spec, data, network)
     every_epoch = spec.train.model_copy(update={"checkpoints": CheckpointSpec(spacing="linear",
                                                                               count=spec.train.epochs)})

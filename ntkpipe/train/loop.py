@@ -18,9 +18,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ntkpipe.models import trainable
+from ntkpipe.models import layer_components, trainable
 from ntkpipe.progress import Progress
-from ntkpipe.spec.schema import CheckpointSpec, TrainSpec
+from ntkpipe.spec.schema import CheckpointSpec, OptimizerSpec, TrainSpec
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
 
@@ -74,8 +74,18 @@ def stack_records(records: list[dict], n_checkpoints: int) -> dict[str, np.ndarr
     return series
 
 
+def layer_multipliers(diff, spec: OptimizerSpec, dtype):
+    """The learning-rate multiplier m_ℓ of every trainable leaf (a pytree like ``diff``): ``layer_lr[ℓ]``
+    times ``lr_ratio`` for the readout (the last layer); leaves outside the layers get 1."""
+    components, count = layer_components(diff)
+    per_layer = list(spec.layer_lr or [1.0] * count)
+    per_layer[-1] *= spec.lr_ratio
+    leaves, treedef = jax.tree.flatten(diff)
+    return treedef.unflatten([jnp.asarray(per_layer[c] if c < count else 1.0, dtype) for c in components])
+
+
 @eqx.filter_jit
-def _advance(diff, static, opt_state, step0, n_steps, lr, total, key, x, y, *,
+def _advance(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, *,
              loss_name, direction, schedule, batch_size):
     """n_steps optimizer steps from step0; returns (diff, opt_state, finite)."""
     per_example = LOSSES[loss_name]
@@ -101,7 +111,7 @@ def _advance(diff, static, opt_state, step0, n_steps, lr, total, key, x, y, *,
         loss, grads = jax.value_and_grad(batch_loss)(d, xb, yb, mask)
         updates, state = direction.update(grads, state, d)
         eta = learning_rate(schedule, lr, step, total, x.dtype)
-        d = jax.tree.map(lambda p, u: p - eta * u, d, updates)
+        d = jax.tree.map(lambda p, u, m: p - eta * m * u, d, updates, multipliers)
         return d, state, finite & jnp.isfinite(loss)
 
     return jax.lax.fori_loop(0, n_steps, body, (diff, opt_state, jnp.array(True)))
@@ -129,6 +139,7 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
     direction = update_direction(spec.optimizer)
     diff, static = trainable(model)
     opt_state = direction.init(diff)
+    multipliers = layer_multipliers(diff, spec.optimizer, dtype)
     options = dict(loss_name=spec.loss, direction=direction, schedule=spec.optimizer.schedule,
                    batch_size=spec.batch_size)
     records: list[dict[str, float]] = []
@@ -141,7 +152,7 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
             tic = time.perf_counter()
             diff, opt_state, finite = _advance(
                 diff, static, opt_state, jnp.asarray(done), jnp.asarray(target - done),
-                jnp.asarray(spec.optimizer.lr * lr_scale), jnp.asarray(total), key, x, y, **options)
+                jnp.asarray(spec.optimizer.lr * lr_scale), multipliers, jnp.asarray(total), key, x, y, **options)
             finite = bool(finite)
             seconds["train"] += time.perf_counter() - tic
             done = int(target)
