@@ -6,6 +6,7 @@ whose dims the registry declares.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
@@ -16,7 +17,7 @@ from ntkpipe.measure.kernel_regression import kernel_predictions
 from ntkpipe.measure.rotation import parameter_distances
 from ntkpipe.measure.specialization import diagonal_ratio, kernel_specialization_matrix
 from ntkpipe.measure.weights import moving_network
-from ntkpipe.models import trainable
+from ntkpipe.models import layer_components, trainable
 from ntkpipe.ntk import empirical_ntk, jacobian_alignment, jacobian_alignments
 from ntkpipe.theory import deep_linear, feature_evolution, final_kernel, relu_components, two_layer
 from ntkpipe.train.loop import Trajectory
@@ -259,3 +260,17 @@ def component_theory(run: RunContext, traj: Trajectory, item) -> dict:
     predicted = theory["kv_projection"][-1] - initial["kv_projection"]
     return {f"{name}_theory": value for name, value in theory.items()} | {
         "kv_growth_theory_relerr": float(abs(predicted - measured) / abs(measured))}
+
+
+def weight_norm(run: RunContext, traj: Trajectory, item) -> dict:
+    """Σ_ℓ ‖θ_ℓ‖₂ over weight layers ℓ (weights and bias), after training and at init: the "sum of norm
+    of all layers" of solvable-model Fig. 2 (a larger init ends larger: learning by disalignment)."""
+    def total(model) -> float:
+        arrays = trainable(model)[0]
+        components, count = layer_components(arrays)
+        squares = np.zeros(count + 1)
+        for c, leaf in zip(components, jax.tree.leaves(arrays)):
+            squares[min(c, count)] += float(np.sum(np.asarray(leaf, np.float64) ** 2))
+        return float(np.sum(np.sqrt(squares)))
+
+    return {"weight_norm": total(traj.model), "weight_norm_init": total(run.model0)}

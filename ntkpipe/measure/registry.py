@@ -199,6 +199,10 @@ MEASUREMENTS = [
                 (Variable("nad_directions", "NAD v_j", ("nad", "row", "column", "channel")),),
                 final.nad_directions, req.needs_image_nad_data, where_applicable=True,
                 options=(Option("count", int, 10, "how many NADs", 1),)),
+    Measurement("weight_norm", "final", "Σ_ℓ ‖θ_ℓ‖₂, the sum of the layers' norms, after training and at init "
+                "(solvable-model Fig. 2)",
+                (Variable("weight_norm", "Σ_ℓ ‖θ_ℓ‖ after training"), Variable("weight_norm_init", "Σ_ℓ ‖θ_ℓ‖ at init")),
+                final.weight_norm),
     Measurement("gamma_hat", "final", "γ̂: the OFE feature-learning rate whose final kernel K₀ + γ̂yyᵀ has the "
                 "network's final alignment (kernel-alignment Figs. 2C–D, 5B)",
                 (Variable("gamma_hat", "fitted feature-learning rate γ̂"),), final.gamma_hat,
