@@ -114,3 +114,13 @@ def kernel_components(view: ModelView, item) -> dict:
         out[f"{key}_projection"] = target_projections(grams[part], y)
         out[f"{key}_trace"] = trace_per_point(grams[part])
     return out
+
+
+def layer_alignment(view: ModelView, item) -> dict:
+    """cos θ = u·w / (|u||w|) with w = W n, the hidden pre-activation of the unit input direction n,
+    and the norms |u|, |w| (solvable-model Sec. 2.2–2.3: learning by alignment and by rescaling)."""
+    net = moving_network(view.model)
+    w = np.asarray(net.weights[0], np.float64) @ view.run.data.principal_direction
+    u = np.asarray(net.weights[1], np.float64)[0]
+    u_norm, w_norm = float(np.linalg.norm(u)), float(np.linalg.norm(w))
+    return {"layer_alignment": float(u @ w) / (u_norm * w_norm), "readout_norm": u_norm, "hidden_norm": w_norm}

@@ -199,6 +199,11 @@ MEASUREMENTS = [
                 (Variable("nad_directions", "NAD v_j", ("nad", "row", "column", "channel")),),
                 final.nad_directions, req.needs_image_nad_data, where_applicable=True,
                 options=(Option("count", int, 10, "how many NADs", 1),)),
+    Measurement("layer_alignment", "checkpoint", "layer alignment cos θ = u·w/(|u||w|), w = W n for the unit input "
+                "direction n, and |u|, |w| of a two-layer net (solvable-model Sec. 2.2–2.3, Fig. 1)",
+                (_series("layer_alignment", "layer alignment cos θ"), _series("readout_norm", "|u|"),
+                 _series("hidden_norm", "|w| = |W n|")),
+                checkpoint.layer_alignment, req.two_layers, architectures=MLP_ONLY),
     Measurement("weight_norm", "final", "Σ_ℓ ‖θ_ℓ‖₂, the sum of the layers' norms, after training and at init "
                 "(solvable-model Fig. 2)",
                 (Variable("weight_norm", "Σ_ℓ ‖θ_ℓ‖ after training"), Variable("weight_norm_init", "Σ_ℓ ‖θ_ℓ‖ at init")),
