@@ -19,7 +19,7 @@ from ntkpipe.measure.specialization import diagonal_ratio, kernel_specialization
 from ntkpipe.measure.weights import moving_network
 from ntkpipe.models import layer_components, trainable
 from ntkpipe.ntk import empirical_ntk, jacobian_alignment, jacobian_alignments
-from ntkpipe.theory import deep_linear, feature_evolution, final_kernel, relu_components, two_layer
+from ntkpipe.theory import deep_linear, feature_evolution, final_kernel, relu_components, solvable, two_layer
 from ntkpipe.train.loop import Trajectory
 
 
@@ -274,3 +274,40 @@ def weight_norm(run: RunContext, traj: Trajectory, item) -> dict:
         return float(np.sum(np.sqrt(squares)))
 
     return {"weight_norm": total(traj.model), "weight_norm_init": total(run.model0)}
+
+
+def solvable_theory(run: RunContext, traj: Trajectory, item) -> dict:
+    """The closed form of the solvable two-layer linear model (:mod:`ntkpipe.theory.solvable`, STUDIES §3)
+    from the run's initial u₀, w₀ = W₀n: P points x_μ = a_μ n reduce to one with κ → κā, y → y*.
+
+    Layer rates per unit time t = η·step are η_W = m_W and η_u = m_u (the layer multipliers). The
+    series (cos θ, |u|, |w|, the loss, ‖K‖_F of the Gram κ²(|u|² + |w|²) aaᵀ) hold for gradient flow
+    and are NaN for other optimizers (SGD, Adam, momentum, a schedule); the invariant's final alignment
+    y*/√(y*² + κ²A₀²) and the learning speed λ (its target and init terms) are given for every run;
+    ``layer_alignment_theory_error`` is max_t |cos θ − cos θ_theory|."""
+    net = moving_network(run.model0)
+    n = run.data.principal_direction
+    u0 = np.asarray(net.weights[1], np.float64)[0]
+    w0 = np.asarray(net.weights[0], np.float64) @ n
+    a = run.data.flat_train @ n
+    a_bar, y_star, irreducible = solvable.line_reduction(a, run.data.y_train[:, 0])
+    kappa = net.output_scale * a_bar
+    opt = run.spec.train.optimizer
+    m_w, m_u = opt.layer_lr or (1.0, 1.0)
+    eta_w, eta_u = m_w, m_u * opt.lr_ratio
+    speed, target_term, init_term = solvable.learning_speed(u0, w0, kappa, y_star, eta_u, eta_w)
+    out = {"layer_alignment_invariant": solvable.final_alignment(u0, w0, kappa, y_star), "learning_speed": speed,
+           "learning_speed_target_term": target_term, "learning_speed_init_term": init_term}
+    flow = (opt.name == "gd" and opt.schedule == "constant" and run.spec.train.batch_size is None)
+    names = ("layer_alignment_theory", "readout_norm_theory", "hidden_norm_theory", "loss_theory",
+             "kernel_norm_theory")
+    if not flow:
+        return out | {k: np.full(len(traj.time), np.nan) for k in names} | {"layer_alignment_theory_error": np.nan}
+    theory = solvable.closed_form(u0, w0, kappa, y_star, eta_u, eta_w, traj.time)
+    gram_scale = net.output_scale**2 * float(a @ a)
+    series = {"layer_alignment_theory": theory["layer_alignment"], "readout_norm_theory": np.sqrt(theory["u_norm_sq"]),
+              "hidden_norm_theory": np.sqrt(theory["w_norm_sq"]), "loss_theory": 0.5 * theory["residual"] ** 2 + irreducible,
+              "kernel_norm_theory": gram_scale * (theory["u_norm_sq"] + theory["w_norm_sq"])}
+    error = np.nanmax(np.abs(traj.series["layer_alignment"] - theory["layer_alignment"])) \
+        if "layer_alignment" in traj.series else np.nan
+    return out | series | {"layer_alignment_theory_error": float(error)}

@@ -204,6 +204,20 @@ MEASUREMENTS = [
                 (_series("layer_alignment", "layer alignment cos θ"), _series("readout_norm", "|u|"),
                  _series("hidden_norm", "|w| = |W n|")),
                 checkpoint.layer_alignment, req.two_layers, architectures=MLP_ONLY),
+    Measurement("solvable_theory", "final",
+                "closed form of the solvable two-layer linear model on a line (solvable-model Sec. 2, STUDIES §3): "
+                "cos θ(t) = f/√(f² + κ²A₀²), |u|, |w|, the loss and ‖K‖_F under gradient flow (NaN for other "
+                "optimizers), the invariant's final alignment y/√(y² + κ²A₀²) and the learning speed λ with "
+                "its target (4κ²η_uη_W y²) and init (κ⁴Δ₀) terms",
+                (_series("layer_alignment_theory", "cos θ (theory)"), _series("readout_norm_theory", "|u| (theory)"),
+                 _series("hidden_norm_theory", "|w| (theory)"), _series("loss_theory", "training loss (theory)"),
+                 _series("kernel_norm_theory", "‖K‖_F (theory)"),
+                 Variable("layer_alignment_invariant", "final cos θ predicted by the invariant A₀"),
+                 Variable("layer_alignment_theory_error", "max_t |cos θ − cos θ (theory)|"),
+                 Variable("learning_speed", "learning speed λ"),
+                 Variable("learning_speed_target_term", "target term 4κ²η_uη_W y² of λ²"),
+                 Variable("learning_speed_init_term", "init term κ⁴Δ₀ of λ²")),
+                final.solvable_theory, req.solvable_model, architectures=MLP_ONLY, where_applicable=True),
     Measurement("weight_norm", "final", "Σ_ℓ ‖θ_ℓ‖₂, the sum of the layers' norms, after training and at init "
                 "(solvable-model Fig. 2)",
                 (Variable("weight_norm", "Σ_ℓ ‖θ_ℓ‖ after training"), Variable("weight_norm_init", "Σ_ℓ ‖θ_ℓ‖ at init")),

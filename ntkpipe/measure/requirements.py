@@ -133,3 +133,18 @@ def relu_two_layer_theory(run: RunSpec) -> str | None:
         (run.train.batch_size is None, "full batch (train.batch_size null)"),
         (subset == 0 or subset >= run.data.n_train, "kernel_components subset 0 (all training points)"),
     ]) or needs_scalar_output(run)
+
+
+def solvable_model(run: RunSpec) -> str | None:
+    """The solvable two-layer linear model f = κuᵀWx on data on a line (solvable-model Sec. 2)."""
+    return _missing([
+        (run.model.activation == "linear", "model.activation 'linear'"),
+        (run.model.depth == 2, "model.depth 2"),
+        (not run.model.bias, "model.bias false"),
+        (run.model.parameterization == "standard", "model.parameterization 'standard'"),
+        (run.model.kind == "network", "model.kind 'network'"),
+        (run.model.gamma == 1.0, "model.gamma 1"),
+        (run.train.loss == "mse", "train.loss 'mse'"),
+        (run.data.source == "linear_teacher" and run.data.inputs == "line",
+         "data on a line (data.source 'linear_teacher', inputs 'line')"),
+    ]) or needs_scalar_output(run)
