@@ -75,6 +75,23 @@ def field_kind(path: tuple[str, ...]) -> str | None:
     return None
 
 
+def field_default(path: tuple[str, ...]):
+    """The schema default of a spec key (None if it has none): what a run gets when the spec omits it."""
+    candidates: list[Any] = [SWEEPABLE_SECTIONS.get(path[0])]
+    default = None
+    for key in path[1:]:
+        found = []
+        for annotation in candidates:
+            for model in models_in(annotation):
+                if key in model.model_fields:
+                    field = model.model_fields[key]
+                    found.append(field.annotation)
+                    if key == path[-1] and not field.is_required() and default is None:
+                        default = field.default
+        candidates = found
+    return default
+
+
 def parameter_path(name: str) -> tuple[str, ...]:
     """The spec key path of a powered parameter; ScalingError for unknown or non-numeric names."""
     if name in AMBIGUOUS:
@@ -126,6 +143,8 @@ def derive(config: dict, scaling: BaseModel, d: float) -> dict[tuple[str, ...], 
         path = parameter_path(name)
         kind = field_kind(path)
         base = _get(config, path)
+        if base is None and path[0] != "seed":
+            base = field_default(path)
         if base is None:
             raise ScalingError(f"{name} has no value to scale: give {'.'.join(path)} in the spec (its value at "
                                f"d = reference = {scaling.reference:g})", name)
