@@ -292,7 +292,7 @@ def test_case_errors_point_at_the_override(tmp_path):
     assert found == ["line 12: sweep.cases.dataset.raw.model.width: case dataset='raw': "
                      "Input should be greater than or equal to 1"]
     found = problems(tmp_path, CASES.replace("raw: {data:", "raw: {dta:"))
-    assert "may override seed, data, model, train, not 'dta' (did you mean 'data'?)" in found[0]
+    assert "may override seed, data, model, train, scaling, not 'dta' (did you mean 'data'?)" in found[0]
     found = problems(tmp_path, CASES.replace("    dataset:\n", "    method:\n"))
     assert "case axis name 'method' is reserved" in found[0]
     found = problems(tmp_path, CASES.replace("    dataset:\n", "    sigma:\n"))

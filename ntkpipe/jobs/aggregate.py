@@ -3,11 +3,12 @@
 Points of the sweep fill a grid over the axes' values (a union of sub-grids leaves NaN where no run
 exists); other dimensions (``time``, ``test_point``, …) are outer-joined, so series share the union
 of the runs' checkpoint times (NaN where a run has none). Study summaries (power-law and log-law
-fits) are added as variables over their ``by`` axis.
+fits, phases) are added as variables over their ``by`` axes.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import xarray as xr
 from ntkpipe.measure.fits import FITS
 from ntkpipe.plots.style import final_value
 from ntkpipe.study.plan import StudyPlan
+from ntkpipe.theory import phases
 from ntkpipe.store import read_store, write_store
 
 
@@ -46,7 +48,10 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     for dim in axes:  # which spec key a dimension is (``gamma`` may be data.gamma or model.gamma)
         merged[dim].attrs["axis"] = study.axis_keys.get(dim, dim)
     for summary in study.spec.summaries:
-        merged = merged.merge(summary_variables(merged, summary))
+        if summary.kind == "predicted_phase":
+            merged = merged.merge(predicted_phases(study, summary))
+        else:
+            merged = merged.merge(summary_variables(merged, summary))
     totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}
     merged.attrs.update(study=study.name, variant=study.variant, spec_path=str(study.path),
                         study_spec=json.dumps(study.spec.model_dump(mode="json"), sort_keys=True),
@@ -54,13 +59,31 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     return write_store(merged, out, config=plan.aggregate_config(), store_id=plan.tag)
 
 
+def _groups(ds: xr.Dataset, by: list[str]):
+    """(coordinates, selection) for every combination of the ``by`` axes' values."""
+    coords = {a: ds[a].values for a in by}
+    for combo in itertools.product(*coords.values()):
+        yield combo, dict(zip(by, combo))
+
+
+def _over(by: list[str], ds: xr.Dataset, name: str, values: list, dtype=None) -> xr.DataArray:
+    shape = [ds.sizes[a] for a in by]
+    array = np.array(values, dtype=dtype).reshape(shape) if by else np.array(values[0], dtype=dtype)
+    return xr.DataArray(array, dims=by, coords={a: ds[a].values for a in by}, name=name)
+
+
 def summary_variables(ds: xr.Dataset, summary) -> xr.Dataset:
     """``endpoints``: ``<name>`` over ``checkpoint`` = [init, end]; fits: ``<name>`` (the fitted
-    exponent/slope) and ``<name>_stderr``, over ``summary.by``."""
+    exponent/slope) and ``<name>_stderr``; ``measured_phase``: ``<name>`` (strings); each over the
+    ``by`` axes."""
     if summary.kind == "endpoints":
         series = ds[summary.y]
         table = xr.concat([series.isel(time=0, drop=True), final_value(series)], dim="checkpoint")
         return xr.Dataset({summary.name: table.assign_coords(checkpoint=["init", "end"])})
+    by = summary.by_axes
+    if summary.kind == "measured_phase":
+        phases = [measured_phase(ds.sel(sel), summary) for _, sel in _groups(ds, by)]
+        return xr.Dataset({summary.name: _over(by, ds, summary.name, phases, dtype=object).astype(str)})
     fit = FITS[summary.kind]
 
     def one(sub: xr.Dataset) -> tuple[float, float]:
@@ -69,10 +92,60 @@ def summary_variables(ds: xr.Dataset, summary) -> xr.Dataset:
         slope, _, stderr = fit(x, sub[summary.y].values)
         return slope, stderr
 
-    if summary.by is None:
-        slope, stderr = one(ds)
-        return xr.Dataset({summary.name: slope, f"{summary.name}_stderr": stderr})
-    values = [one(ds.sel({summary.by: v})) for v in ds[summary.by].values]
-    return xr.Dataset({summary.name: (summary.by, [v[0] for v in values]),
-                       f"{summary.name}_stderr": (summary.by, [v[1] for v in values])},
-                      coords={summary.by: ds[summary.by].values})
+    values = [one(ds.sel(sel)) for _, sel in _groups(ds, by)]
+    return xr.Dataset({summary.name: _over(by, ds, summary.name, [v[0] for v in values]),
+                       f"{summary.name}_stderr": _over(by, ds, summary.name, [v[1] for v in values])})
+
+
+def measured_phase(sub: xr.Dataset, summary) -> str:
+    """The phase of one scaling from its runs along d (``summary.x``); see :class:`SummarySpec`.
+    Runs missing from a sparse grid (no run id) are left out; "none" if no run is left."""
+    present = sub["run_id"] != ""
+    if not bool(present.any()):
+        return "none"
+    if bool((sub["diverged"].where(present, 0) > 0).any()):
+        return "unstable"
+    x = summary.x
+    largest = sub[x].where(present.any([d for d in present.dims if d != x]), drop=True).values.max()
+    at = sub.sel({x: largest})
+    loss = at["loss"].where(at["run_id"] != "")
+    ratio = float((final_value(loss) / loss.isel(time=0)).mean())
+    if ratio > summary.frozen_loss_ratio:
+        return "frozen"
+    exponent = float(summary_variables(sub, _fit_of(summary)).get(summary.exponent))
+    change = float(at[summary.y].where(at["run_id"] != "").mean())
+    if exponent < summary.kernel_below or change < summary.min_change:
+        return "kernel"
+    return "learning"
+
+
+def _fit_of(summary):
+    """The power_law summary a measured_phase reads, over no axis (for one group's runs)."""
+    return type(summary)(name=summary.exponent, kind="power_law", x=summary.x, y=summary.y)
+
+
+def predicted_phases(study, summary) -> xr.Dataset:
+    """``<name>``: the phase λ²'s exponents predict for each value of ``by``, and ``<name>_target_term``,
+    ``<name>_init_term`` (their exponents of d) and ``<name>_kernel_change`` (the predicted exponent of
+    the relative NTK change), from the scaling powers of its runs (:mod:`ntkpipe.theory.phases`)."""
+    by = summary.by_axes
+    coords = axis_coords(study.axes, study.points)
+    found: dict[tuple, phases.Exponents] = {}
+    for point, run, scaling in zip(study.points, study.runs, study.scalings):
+        found[tuple(point[a] for a in by)] = phases.exponents_from_powers(
+            dict(scaling.powers), run.model.depth, run.model.parameterization, run.model.layer_variance is not None)
+    keys = list(itertools.product(*(coords[a] for a in by)))
+    rows = [found.get(k) for k in keys]
+    shape = [len(coords[a]) for a in by]
+
+    def var(values, dtype=float):
+        return (by, np.array(values, dtype=dtype).reshape(shape))
+
+    nan = float("nan")
+    out = {summary.name: var([phases.predicted_phase(e) if e else "none" for e in rows], object),
+           f"{summary.name}_target_term": var([e.target_term if e else nan for e in rows]),
+           f"{summary.name}_init_term": var([e.init_term if e else nan for e in rows]),
+           f"{summary.name}_kernel_change": var([e.kernel_change if e else nan for e in rows])}
+    ds = xr.Dataset(out, coords={a: coords[a] for a in by})
+    ds[summary.name] = ds[summary.name].astype(str)
+    return ds

@@ -22,7 +22,8 @@ from ntkpipe.train.loop import Trajectory, train
 
 
 def _checkpoint_measure(run: RunContext):
-    items = [m for m in run.spec.measure if REGISTRY[m.name].when == "checkpoint" and m.name != "loss"]
+    items = [m for m in run.spec.measure if REGISTRY[m.name].when == "checkpoint" and m.name != "loss"
+             and not (REGISTRY[m.name].where_applicable and REGISTRY[m.name].unmet(run.spec))]
 
     def measure(view: CheckpointView) -> dict:
         out = REGISTRY["loss"].compute(view, None)  # always: it detects divergence

@@ -169,6 +169,13 @@ def param_distance(run: RunContext, traj: Trajectory, item) -> dict:
     return {"param_distance": distance, "param_cosine_distance": cosine_distance}
 
 
+def relative_kernel_change(run: RunContext, traj: Trajectory, item) -> dict:
+    """‖K_T − K_0‖_F / ‖K_0‖_F of the train NTK Gram of the final and the initial model."""
+    k0 = ModelView(run.model0, run).gram_train
+    kt = ModelView(traj.model, run).gram_train
+    return {"relative_kernel_change": float(np.linalg.norm(kt - k0) / np.linalg.norm(k0))}
+
+
 def nad_alignment(run: RunContext, traj: Trajectory, item) -> dict:
     """σ_j² of the run's NAD v_j: the predicted alignment α(g_{v_j}) of Theorem 1."""
     j = run.spec.data.directions.nad_index

@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
-from ntkpipe.models.init import near_parallel
+from ntkpipe.models.init import mirrored, near_parallel
 from ntkpipe.models.linearized import Linearized
 from ntkpipe.models.mlp import MLP
 from ntkpipe.spec.schema import CnnSpec, MlpSpec, ModelSpec
@@ -74,4 +74,6 @@ def build_model(spec: ModelSpec, input_shape: tuple[int, ...], out_size: int, se
         if input_direction is None:
             raise ValueError("init 'near_parallel' needs the direction of the training inputs")
         net = near_parallel(net, input_direction, spec.disturbance, jax.random.fold_in(init_key, 2))
+    if getattr(spec, "init", "gaussian") == "mirrored":
+        net = mirrored(net)
     return Linearized(net) if spec.kind == "linearized" else net

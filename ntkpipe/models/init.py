@@ -1,4 +1,5 @@
-"""Initializations that depend on the data: a readout parallel to the hidden representation."""
+"""Special initializations: a readout parallel to the hidden representation (data-dependent), and
+a mirrored net with zero initial output."""
 
 from __future__ import annotations
 
@@ -21,3 +22,19 @@ def near_parallel(net: MLP, direction: np.ndarray, disturbance: float, key) -> M
     aligned = hidden / np.linalg.norm(hidden) + disturbance * xi
     readout = np.linalg.norm(u) * aligned / np.linalg.norm(aligned)
     return eqx.tree_at(lambda m: m.weights[1], net, readout[None, :].astype(net.weights[1].dtype))
+
+
+def mirrored(net: MLP) -> MLP:
+    """``net`` with the last hidden layer's units N/2 … N−1 copies of units 0 … N/2−1 and their
+    readout weights negated: the two halves cancel, so f(x) = 0 at init for every x (the symmetrized
+    init of lazy training, Chizat et al. 2018), while |u|² and the hidden activations keep their scale."""
+    w, u = net.weights[-2], net.weights[-1]
+    half = w.shape[0] // 2
+    w = w.at[half:].set(w[:half])
+    u = u.at[:, half:].set(-u[:, :half])
+    net = eqx.tree_at(lambda m: m.weights[-2], net, w)
+    net = eqx.tree_at(lambda m: m.weights[-1], net, u)
+    if net.biases is not None:
+        b = net.biases[-2]
+        net = eqx.tree_at(lambda m: m.biases[-2], net, b.at[half:].set(b[:half]))
+    return net

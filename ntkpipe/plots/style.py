@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from ntkpipe.measure.registry import VARIABLES
 
 AXIS_LABELS = {
-    "sigma": "init scale σ", "depth": "depth L", "seed": "seed", "gamma": "γ",
+    "sigma": "init scale σ", "d": "scale parameter d", "scaling.d": "scale parameter d", "depth": "depth L", "seed": "seed", "gamma": "γ",
     "data.gamma": "whitening exponent γ", "model.gamma": "feature-learning rate γ",
     "eigen_index": "eigenfunction index j", "model_kind": "model", "width": "width N", "lr": "learning rate η",
     "n_train": "training points P", "output_scale": "output scale", "teacher_scale": "teacher scale s",

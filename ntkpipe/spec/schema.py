@@ -214,14 +214,17 @@ class MlpSpec(ModelBase):
     "2 × 100" (two hidden layers of 100) is depth 3, width 100. Image inputs are flattened.
     ``layer_variance`` draws W_ℓ ~ N(0, v_ℓ) instead of σ²/fan_in; ``init: near_parallel`` (depth 2)
     sets the readout u ∥ W n for the top direction n of the training inputs, plus a Gaussian
-    perturbation of relative size ``disturbance`` (solvable-model Fig. 1b, d), keeping |u|."""
+    perturbation of relative size ``disturbance`` (solvable-model Fig. 1b, d), keeping |u|;
+    ``init: mirrored`` (depth ≥ 2, even width) copies the first half of the last hidden layer's
+    units into the second half with the readout negated, so the initial output is exactly zero
+    (the lazy-training init of Chizat et al., solvable-model Sec. 3.2)."""
 
     architecture: Literal["mlp"] = "mlp"
     depth: int = Field(ge=1)
     width: int = Field(ge=1)
     layer_variance: list[Annotated[float, Field(gt=0)]] | None = Field(
         None, exclude_if=lambda v: v is None, description="per-layer variance v_ℓ of the weight entries")
-    init: Literal["gaussian", "near_parallel"] = Field("gaussian", exclude_if=lambda v: v == "gaussian")
+    init: Literal["gaussian", "near_parallel", "mirrored"] = Field("gaussian", exclude_if=lambda v: v == "gaussian")
     disturbance: float = Field(0.0, ge=0, exclude_if=lambda v: v == 0.0,
                                description="ε: relative size of the perturbation of a near-parallel readout")
 
@@ -233,6 +236,9 @@ class MlpSpec(ModelBase):
                              "standard parameterization")
         if self.init == "near_parallel" and self.depth != 2:
             raise ValueError("init 'near_parallel' (readout u ∥ W n) applies to depth-2 networks")
+        if self.init == "mirrored" and (self.depth < 2 or self.width % 2):
+            raise ValueError(f"init 'mirrored' needs depth >= 2 and an even width (got depth {self.depth}, "
+                             f"width {self.width})")
         if self.disturbance and self.init != "near_parallel":
             raise ValueError("'disturbance' applies to init 'near_parallel'")
         return self
@@ -404,23 +410,49 @@ class MeasureItem(BaseModel):
 
 
 class SummarySpec(Strict):
-    """A study-level summary stored in the study dataset: ``power_law`` fits log y = a + b log x,
-    ``log_law`` fits y = a + b ln x, separately for each value of ``by`` (seeds pooled);
-    ``endpoints`` tabulates a series at init and at its last finite time over a dimension
-    ``checkpoint`` = [init, end] (e.g. linearized-networks Table 1)."""
+    """A study-level summary stored in the study dataset, over the axes ``by`` (one name or a list;
+    none: one value):
+
+    - ``power_law`` fits log y = a + b log x, ``log_law`` fits y = a + b ln x (seeds pooled); the
+      variable ``<name>`` is the fitted exponent/slope b, ``<name>_stderr`` its standard error;
+    - ``endpoints`` tabulates a series at init and at its last finite time over a dimension
+      ``checkpoint`` = [init, end] (e.g. linearized-networks Table 1);
+    - ``predicted_phase``: the phase (kernel, learning, frozen, unstable) that λ²'s exponents predict
+      for the study's ``scaling`` powers (:mod:`ntkpipe.theory.phases`; depth-2 networks);
+    - ``measured_phase``: the phase read off the runs along the scale parameter ``x`` (= d):
+      ``unstable`` if a run diverged; else ``frozen`` if at the largest d the training loss kept more
+      than ``frozen_loss_ratio`` of its initial value; else ``kernel`` if the fitted exponent
+      ``exponent`` (a power_law summary of y over x) is below ``kernel_below``, or y at the largest d
+      is below ``min_change``; else ``learning``.
+    """
 
     name: str
-    kind: Literal["power_law", "log_law", "endpoints"]
+    kind: Literal["power_law", "log_law", "endpoints", "predicted_phase", "measured_phase"]
     x: str | None = None
-    y: str
-    by: str | None = None
+    y: str | None = None
+    by: str | list[str] | None = None
+    exponent: str | None = Field(None, exclude_if=lambda v: v is None, description="measured_phase: the power_law summary of y over x")
+    kernel_below: float = Field(-0.5, lt=0, exclude_if=lambda v: v == -0.5, description="measured_phase: exponents below this are kernel")
+    min_change: float = Field(0.02, ge=0, exclude_if=lambda v: v == 0.02, description="measured_phase: y at the largest x below this is kernel")
+    frozen_loss_ratio: float = Field(0.5, gt=0, lt=1, exclude_if=lambda v: v == 0.5, description="measured_phase: L_T/L_0 above this is frozen")
+
+    @property
+    def by_axes(self) -> list[str]:
+        return [] if self.by is None else [self.by] if isinstance(self.by, str) else list(self.by)
 
     @model_validator(mode="after")
     def _fit_fields(self):
-        if self.kind == "endpoints" and (self.x is not None or self.by is not None):
+        if self.kind == "endpoints" and (self.x is not None or self.by is not None or self.y is None):
             raise ValueError("an 'endpoints' summary takes only 'y' (a series)")
-        if self.kind != "endpoints" and self.x is None:
-            raise ValueError(f"a {self.kind!r} fit needs 'x' (a sweep axis)")
+        if self.kind in ("power_law", "log_law") and (self.x is None or self.y is None):
+            raise ValueError(f"a {self.kind!r} fit needs 'x' (a sweep axis) and 'y' (a scalar variable)")
+        if self.kind == "predicted_phase" and (self.x is not None or self.y is not None):
+            raise ValueError("a 'predicted_phase' summary takes only 'by' (it reads the study's scaling powers)")
+        if self.kind == "measured_phase" and (self.x is None or self.y is None or self.exponent is None):
+            raise ValueError("a 'measured_phase' summary needs 'x' (the scale parameter d), 'y' (e.g. "
+                             "relative_kernel_change) and 'exponent' (the power_law summary of y over x)")
+        if self.kind != "measured_phase" and "exponent" in self.model_fields_set:
+            raise ValueError("'exponent' applies to a 'measured_phase' summary")
         return self
 
 
@@ -520,6 +552,20 @@ FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFi
                        Field(discriminator="kind")]
 
 
+class ScalingSpec(Strict):
+    """Hyperparameters as powers of one scale parameter d (solvable-model Sec. 3): each parameter p
+    named in ``powers`` (by its sweep-axis name: width, output_scale, lr, layer_variance, layer_lr,
+    sigma, …) is p(d) = p₀ · (d / ``reference``)^power, p₀ its value in the spec (after variant and
+    case overrides), so every scaling coincides at d = reference. Lists (layer_variance, layer_lr)
+    take a list of powers, one per entry (or one number for all); integers (width) are rounded.
+    ``d`` (values, or a generator as in a sweep) becomes the sweep axis and dataset dimension ``d``,
+    crossed with the rest of the sweep; case overrides may change ``powers`` and ``reference``."""
+
+    d: list[float] | dict[str, Any]
+    reference: float = Field(1.0, gt=0)
+    powers: dict[str, float | list[float]] = Field(min_length=1)
+
+
 class StudySpec(Strict):
     """A study before sweep expansion (after merging the chosen variant); its name is the file stem."""
 
@@ -531,6 +577,7 @@ class StudySpec(Strict):
     measure: list[str | MeasureItem] = Field(min_length=1)
     stages: dict[str, StageSpec] = {}
     sweep: dict[str, Any] = {}
+    scaling: ScalingSpec | None = None
     summaries: list[SummarySpec] = []
     figures: list[FigureSpec] = []
     variants: dict[str, dict[str, Any]] = {}

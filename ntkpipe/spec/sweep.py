@@ -13,7 +13,8 @@ A sweep node is a mapping whose entries are combined as a Cartesian product:
                             several keys); its coordinate in the dataset is the label. A case axis
                             named like a spec axis (``activation: {relu: {...}, linear: {...}}``)
                             also sets that axis to the label, after the overrides (which may not
-                            set it themselves)
+                            set it themselves). Overrides may also change the study's ``scaling``
+                            powers (e.g. one case per scaling of a phase diagram)
 
 Values are a list, or ``{logspace: [e0, e1, n]}`` (10^e, numpy.logspace), ``{geomspace: [a, b, n]}``,
 ``{linspace: [a, b, n]}`` or ``{range: [start, stop, step]}`` (integers, stop exclusive).
@@ -34,7 +35,7 @@ Point = dict[str, Any]
 SPECIAL = ("zip", "union", "product", "cases")
 CASE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 RESERVED_NAMES = ("time", "step", "epoch", "method", "tolerance", "drop")  # dims, or keywords of xarray's .sel
-OVERRIDABLE = ("seed", "data", "model", "train")
+OVERRIDABLE = ("seed", "data", "model", "train", "scaling")
 GENERATORS = ("logspace", "geomspace", "linspace", "range")
 
 
@@ -97,8 +98,9 @@ def _product(left: list[Point], right: list[Point], key_path: tuple) -> list[Poi
     return out
 
 
-def expand(node, key_path: tuple = ()) -> list[Point]:
-    """All points of a sweep node, in order."""
+def expand(node, key_path: tuple = (), extra: tuple[str, ...] = ()) -> list[Point]:
+    """All points of a sweep node, in order; ``extra`` names axes besides the spec's (``d`` of a
+    study with a ``scaling``)."""
     if node is None or node == {}:
         return [{}]
     if not isinstance(node, dict):
@@ -107,7 +109,7 @@ def expand(node, key_path: tuple = ()) -> list[Point]:
     for key, value in node.items():
         here = key_path + (key,)
         if key == "zip":
-            sub = _zip(value, here)
+            sub = _zip(value, here, extra)
         elif key == "cases":
             sub = [{}]
             for name, labels in _cases(value, here).items():
@@ -115,19 +117,20 @@ def expand(node, key_path: tuple = ()) -> list[Point]:
         elif key in ("union", "product"):
             if not isinstance(value, list) or not value:
                 raise SweepError(f"{key} takes a non-empty list of sweep nodes", here)
-            parts = [expand(v, here + (i,)) for i, v in enumerate(value)]
+            parts = [expand(v, here + (i,), extra) for i, v in enumerate(value)]
             if key == "union":
                 sub = [p for part in parts for p in part]
             else:
                 sub = [{}]
                 for part in parts:
                     sub = _product(sub, part, here)
-        elif key in AXES:
+        elif key in AXES or key in extra:
             sub = [{key: v} for v in axis_values(value, here)]
         elif key in AMBIGUOUS:
             raise SweepError(_ambiguous(key), here)
         else:
-            raise SweepError(f"unknown sweep axis {key!r}{suggest(key, list(AXES) + list(SPECIAL))}", here)
+            hint = " (the axis d needs a 'scaling' block)" if key == "d" else ""
+            raise SweepError(f"unknown sweep axis {key!r}{suggest(key, list(AXES) + list(SPECIAL))}{hint}", here)
         points = _product(points, sub, here)
     return points
 
@@ -148,14 +151,14 @@ def to_dimensions(points: list[Point]) -> tuple[list[Point], dict[str, str]]:
     return [{dimension(k): v for k, v in p.items()} for p in points], keys
 
 
-def _zip(value, key_path: tuple) -> list[Point]:
+def _zip(value, key_path: tuple, extra: tuple[str, ...] = ()) -> list[Point]:
     if not isinstance(value, dict) or not value:
         raise SweepError("zip takes a mapping of axis: values", key_path)
     columns = {}
     for key, spec in value.items():
         if key in AMBIGUOUS:
             raise SweepError(_ambiguous(key), key_path + (key,))
-        if key not in AXES:
+        if key not in AXES and key not in extra:
             raise SweepError(f"unknown sweep axis {key!r}{suggest(key, AXES)}", key_path + (key,))
         columns[key] = axis_values(spec, key_path + (key,))
     lengths = {k: len(v) for k, v in columns.items()}
@@ -187,6 +190,10 @@ def _cases(value, key_path: tuple) -> dict[str, dict[str, dict]]:
                 if key not in OVERRIDABLE:
                     raise SweepError(f"case {name}={label!r} may override {', '.join(OVERRIDABLE)}, not {key!r}"
                                      f"{suggest(key, OVERRIDABLE)}", here + (label, key))
+            scaling = overrides.get("scaling")
+            if isinstance(scaling, dict) and "d" in scaling:
+                raise SweepError(f"case {name}={label!r}: the values of d are the study's (scaling.d); a case may "
+                                 "override scaling.powers and scaling.reference", here + (label, "scaling", "d"))
             if name in AXES and _sets(overrides, AXES[name]):
                 raise SweepError(f"case {name}={label!r} sets {'.'.join(AXES[name])}, which the label sets; "
                                  "remove it from the overrides", here + (label,))

@@ -34,9 +34,10 @@ def resolved_measure(spec: StudySpec) -> list[MeasureItem]:
     return out
 
 
-def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) -> list[Problem]:
+def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict], scalings: list | None = None) -> list[Problem]:
     return (_measure_problems(spec, runs, points) + _reference_problems(spec, runs) + _stage_problems(spec, runs)
-            + _summary_problems(spec, points) + _figure_problems(spec, points) + _data_file_problems(runs))
+            + _summary_problems(spec, points, runs, scalings or [None] * len(runs))
+            + _figure_problems(spec, points) + _data_file_problems(runs))
 
 
 def _data_file_problems(runs: list[RunSpec]) -> list[Problem]:
@@ -177,7 +178,7 @@ def _check_variable(value: str | None, variables: dict[str, Variable], kinds: tu
     return []
 
 
-def _summary_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
+def _summary_problems(spec: StudySpec, points: list[dict], runs: list[RunSpec], scalings: list) -> list[Problem]:
     problems: list[Problem] = []
     variables, measured = _variables(spec), _measured(spec)
     names = [s.name for s in spec.summaries]
@@ -186,10 +187,46 @@ def _summary_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
         if names.count(s.name) > 1 or s.name in measured:
             problems.append((where + ("name",), f"summary name {s.name!r} is already used"))
         problems += _check_axis(s.x, points, where + ("x",), "x")
-        problems += _check_axis(s.by, points, where + ("by",), "by")
+        for j, axis_name in enumerate(s.by_axes):
+            problems += _check_axis(axis_name, points, where + (("by", j) if isinstance(s.by, list) else ("by",)), "by")
         kinds = ("series",) if s.kind == "endpoints" else ("scalar",)
         problems += _check_variable(s.y, variables, kinds, where + ("y",))
+        if s.kind == "predicted_phase":
+            problems += _predicted_phase_problems(s, points, runs, scalings, where)
+        elif s.kind == "measured_phase":
+            fits = {f.name: f for f in spec.summaries[:i] if f.kind == "power_law"}
+            fit = fits.get(s.exponent)
+            if fit is None:
+                problems.append((where + ("exponent",), f"{s.exponent!r} is not a power_law summary listed before this "
+                                 f"one{suggest(s.exponent, fits)}"))
+            elif (fit.x, fit.y, fit.by_axes) != (s.x, s.y, s.by_axes):
+                problems.append((where + ("exponent",), f"{s.exponent!r} fits {fit.y} over {fit.x} by {fit.by_axes}; "
+                                 f"this summary reads {s.y} over {s.x} by {s.by_axes}"))
+            if "loss" not in measured:
+                problems.append((where, "a measured_phase reads the training loss (frozen runs): add loss to measure"))
     return problems
+
+
+def _predicted_phase_problems(s, points: list[dict], runs: list[RunSpec], scalings: list, where: tuple) -> list[Problem]:
+    """Every value of ``by`` has one set of powers, of a depth-2 standard-parameterization net."""
+    from ntkpipe.theory.phases import exponents_from_powers
+
+    if not any(scalings):
+        return [(where + ("kind",), "a predicted_phase needs the study's 'scaling' (hyperparameters as powers of d)")]
+    seen: dict[tuple, dict] = {}
+    for point, run, scaling in zip(points, runs, scalings):
+        key = tuple(point.get(a) for a in s.by_axes)
+        powers = dict(scaling.powers) if scaling else {}
+        try:
+            exponents_from_powers(powers, getattr(run.model, "depth", 0), run.model.parameterization,
+                                  getattr(run.model, "layer_variance", None) is not None)
+        except ValueError as err:
+            return [(where + ("kind",), f"{err} (sweep point {point})")]
+        if seen.setdefault(key, powers) != powers:
+            at = dict(zip(s.by_axes, key))
+            return [(where + ("by",), f"runs at {at or 'every point'} have different scaling powers; add the axis "
+                     "that tells them apart to 'by'")]
+    return []
 
 
 def _check_dim(value: str | None, points: list[dict], used: list[Variable], where: tuple,

@@ -18,8 +18,10 @@ from pydantic import BaseModel, ValidationError
 from ntkpipe.errors import SpecError
 from ntkpipe.study import checks
 from ntkpipe.spec.axes import AXES, suggest
-from ntkpipe.spec.schema import RunSpec, StudySpec
-from ntkpipe.spec.sweep import SweepError, case_overrides, check_unique, expand, fill_unset_axes, to_dimensions
+from ntkpipe.spec import scaling as scale
+from ntkpipe.spec.schema import RunSpec, ScalingSpec, StudySpec
+from ntkpipe.spec.sweep import (SweepError, axis_values, case_overrides, check_unique, expand, fill_unset_axes,
+                                to_dimensions)
 from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
 
 DEFAULT_VARIANT = "default"
@@ -39,6 +41,8 @@ class Study:
     runs: list[RunSpec]
     axis_keys: dict[str, str] = field(default_factory=dict)
     """Dataset dimension → the sweep key that sets it (``gamma`` → ``model.gamma``; case axes: their name)."""
+    scalings: list[ScalingSpec | None] = field(default_factory=list)
+    """Per point, the ``scaling`` its run was derived with (after case overrides); None without one."""
 
     @property
     def axes(self) -> list[str]:
@@ -78,28 +82,57 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT) -> Study:
         raise SpecError(str(path), problems)
 
     try:
-        points, axis_keys = to_dimensions(expand(merged.get("sweep")))
+        extra = (scale.AXIS,) if isinstance(merged.get("scaling"), dict) else ()
+        points, axis_keys = to_dimensions(expand(merged.get("sweep"), extra=extra))
         check_unique(points)
         cases = case_overrides(merged.get("sweep"), ("sweep",))
     except SweepError as err:
         problems.append(f"{where(('sweep',) + err.key_path)}: {err}")
         points, cases, axis_keys = [], {}, {}
+    points, axis_keys = _scale_axis(merged, points, axis_keys, where, problems)
     try:
         spec = StudySpec.model_validate(merged)
     except ValidationError as err:
         problems += [_format_pydantic(e, merged, where) for e in err.errors()]
         raise SpecError(str(path), _by_line(problems)) from None
 
-    runs, valid_points = _resolve_runs(merged, spec, points, axis_keys, cases, where, problems)
+    runs, valid_points, scalings = _resolve_runs(merged, spec, points, axis_keys, cases, where, problems)
     try:
         valid_points = fill_unset_axes(valid_points)
     except SweepError as err:
         problems.append(f"{where(('sweep',))}: {err}")
     if points:  # with a broken sweep, axis references cannot be checked
-        problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points)]
+        problems += [f"{where(key_path)}: {msg}"
+                     for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings)]
     if problems:
         raise SpecError(str(path), _by_line(problems))
-    return Study(path.stem, variant, path, spec, valid_points, runs, axis_keys)
+    return Study(path.stem, variant, path, spec, valid_points, runs, axis_keys, scalings)
+
+
+def _scale_axis(merged: dict, points: list[dict], axis_keys: dict[str, str], where, problems: list[str]):
+    """With a ``scaling`` block, the sweep points that do not set ``d`` themselves (a union sub-grid
+    may give its own values) crossed with ``scaling.d``."""
+    block = merged.get("scaling")
+    if not isinstance(block, dict) or "d" not in block:
+        return points, axis_keys  # a missing d is reported by the schema
+    try:
+        values = axis_values(block["d"], ("scaling", "d"))
+    except SweepError as err:
+        problems.append(f"{where(err.key_path)}: {err}")
+        return [], {}
+    out = [p if scale.AXIS in p else {**p, scale.AXIS: v} for p in points for v in ([None] if scale.AXIS in p else values)]
+    bad = [p[scale.AXIS] for p in out if isinstance(p[scale.AXIS], bool) or not isinstance(p[scale.AXIS], (int, float))
+           or not p[scale.AXIS] > 0]
+    if bad:
+        at = ("scaling", "d") if bad[0] in values else _sweep_key_path(merged.get("sweep"), scale.AXIS)
+        problems.append(f"{where(at)}: the scale parameter d must be positive numbers (got {bad[0]!r})")
+        return [], {}
+    try:
+        check_unique(out)
+    except SweepError as err:
+        problems.append(f"{where(('scaling', 'd'))}: {err}")
+        return [], {}
+    return out, {**axis_keys, scale.AXIS: "scaling.d"}
 
 
 def _by_line(problems: list[str]) -> list[str]:
@@ -250,12 +283,15 @@ def _format_pydantic(error: dict, merged: dict, where) -> str:
 def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], axis_keys: dict[str, str], cases: dict,
                   where, problems: list[str]):
     """One RunSpec per valid sweep point (keyed by dimension; ``axis_keys`` maps a dimension to its
-    axis), and those points. Case overrides are merged first, then axis values set; an invalid
-    value is reported where the sweep sets it."""
+    axis), those points, and the ``scaling`` of each. Case overrides are merged first, then axis
+    values set, then the parameters a ``scaling`` powers derived at the point's d; an invalid value
+    is reported where the sweep sets it (a derived one: at its ``powers`` key)."""
     base = {"seed": merged.get("seed", 0), "data": merged["data"], "model": merged["model"],
             "train": merged["train"]}
+    if merged.get("scaling") is not None:
+        base["scaling"] = merged["scaling"]
     measure = checks.resolved_measure(spec)
-    runs, valid_points = [], []
+    runs, valid_points, scalings = [], [], []
     for point in points:
         config = copy.deepcopy(base)
         for axis_name, label in point.items():
@@ -268,12 +304,61 @@ def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], axis_keys: 
                 for key in parents:
                     node = node.setdefault(key, {})
                 node[leaf] = value
+        scaling, derived = None, {}
+        if "scaling" in config:
+            block = config.pop("scaling")
+            located = _scaling(block, point, cases, where, problems)
+            if located is None:
+                continue
+            scaling, power_at = located
+            try:
+                derived = {p: power_at(name) for p, name in scale.derive(config, scaling, point[scale.AXIS]).items()}
+            except scale.ScalingError as err:
+                problems.append(f"{power_at(err.name) if err.name else where(('scaling',))}: {err}")
+                continue
         try:
             runs.append(RunSpec.model_validate({**config, "measure": measure}))
             valid_points.append(point)
+            scalings.append(scaling)
         except ValidationError as err:
-            problems += [_sweep_problem(e, point, axis_keys, config, cases, merged, where) for e in err.errors()]
-    return runs, valid_points
+            problems += [_derived_problem(e, point, config, derived)
+                         or _sweep_problem(e, point, axis_keys, config, cases, merged, where) for e in err.errors()]
+    return runs, valid_points, scalings
+
+
+def _scaling(block: dict, point: dict, cases: dict, where, problems: list[str]):
+    """The point's validated :class:`ScalingSpec` and a function locating each powered parameter
+    (``line N: …powers.<name>`` in the case that sets its power, else in the study's ``scaling``)."""
+    def power_at(name: str) -> str:
+        for axis_name, label in point.items():
+            if axis_name in cases:
+                defined_at, override = cases[axis_name][label]
+                if name in ((override.get("scaling") or {}).get("powers") or {}):
+                    return where(defined_at + ("scaling", "powers", name))
+        return where(("scaling", "powers", name))
+
+    try:
+        return ScalingSpec.model_validate(block), power_at
+    except ValidationError as err:
+        for e in err.errors():
+            loc = tuple(e["loc"])
+            if loc[:1] == ("powers",) and len(loc) > 1:
+                problems.append(f"{power_at(loc[1])}: {e['msg'].removeprefix('Value error, ')} "
+                                f"(got {e.get('input')!r})")
+            else:
+                problems.append(_format_pydantic({**e, "loc": ("scaling",) + loc}, {"scaling": block}, where))
+        return None
+
+
+def _derived_problem(error: dict, point: dict, config: dict, derived: dict) -> str | None:
+    """A validation error of a value the scaling derived, located at its power."""
+    loc = _data_path(tuple(error["loc"]), config)
+    for path, located in derived.items():
+        if loc[: len(path)] == path:
+            message = error["msg"].removeprefix("Value error, ")
+            value = scale._get(config, path)
+            return f"{located}: at d = {point[scale.AXIS]:g} it gives {'.'.join(path)} = {value!r}: {message}"
+    return None
 
 
 def _sweep_problem(error: dict, point: dict, axis_keys: dict[str, str], config: dict, cases: dict, merged: dict,

@@ -51,7 +51,9 @@ class StudyPlan:
         spec = self.study.spec
         return canonical({"tag": self.tag, "axes": self.study.axes, "points": self.study.points,
                           "runs": [r.id for r in self.runs],
-                          "summaries": [s.model_dump(mode="json") for s in spec.summaries]})
+                          "summaries": [s.model_dump(mode="json") for s in spec.summaries],
+                          **({"scalings": [s.model_dump(mode="json") if s else None for s in self.study.scalings]}
+                             if spec.scaling is not None else {})})
 
     def figure_config(self, name: str) -> dict:
         fig = next(f for f in self.study.spec.figures if f.name == name)

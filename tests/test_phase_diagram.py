@@ -1,0 +1,138 @@
+"""The scale-parameter language (``scaling``), the phase diagram of λ² (solvable-model Table 1),
+``relative_kernel_change`` and a tiny phase-diagram study end to end."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import jax
+import numpy as np
+import pytest
+
+from ntkpipe import train_run
+from ntkpipe.errors import SpecError
+from ntkpipe.jobs import aggregate_study
+from ntkpipe.measure.final import relative_kernel_change
+from ntkpipe.ntk import empirical_ntk, flatten_gram
+from ntkpipe.stages import run_context
+from ntkpipe.store import read_store
+from ntkpipe.study.load import load_study
+from ntkpipe.study.plan import plan_study
+from ntkpipe.theory.phases import Exponents, exponents_from_powers, predicted_phase, stable_lr
+
+# Table 1 columns: (width, κ, var_W, var_u) exponents
+COLUMNS = {"ntk": (1, -0.5, 0, 0), "mean_field": (1, -1, 0, 0), "xavier": (1, 0, -1, -1),
+           "kaiming": (1, 0, 0, -1), "lazy": (0, 1, 0, 0)}
+# rows: (learning-rate exponents, κ exponents or None = the column's), phases as the seed prints them
+ROWS = [((0, 0, 0, 0, 0), None, ("kernel", "frozen", "learning", "unstable", "unstable")),
+        ((0, 1, 0, -1, -2), None, ("kernel", "learning", "learning", "kernel", "kernel")),
+        ((1, 1, 0, 1, 0), (-1, -1, 0, -1, 0), ("learning",) * 5),
+        ((0, 0, -2, -1, -2), (-0.5, -0.5, 1, 0, 1), ("kernel",) * 5)]
+
+
+@pytest.mark.parametrize("lrs, kappas, expected", ROWS)
+def test_predicted_phase_reproduces_table_1(lrs, kappas, expected):
+    for i, (n, k, v_w, v_u) in enumerate(COLUMNS.values()):
+        k = k if kappas is None else kappas[i]
+        assert predicted_phase(Exponents(n, k, v_w, v_u, lrs[i], lrs[i])) == expected[i]
+
+
+def test_corollary_1_stable_lr_and_the_powers_of_a_spec():
+    assert [stable_lr(n, k, v_w, v_u) for n, k, v_w, v_u in COLUMNS.values()] == [0, 1, 0, -1, -2]
+    e = exponents_from_powers({"width": 1, "output_scale": -1, "lr": 1})  # standard init: var_u = σ²/N
+    assert (e.variance_w, e.variance_u, e.lr_w, e.lr_u) == (0, -1, 1, 1)
+    assert predicted_phase(e) == "learning"
+    e = exponents_from_powers({"width": 1, "lr": 0, "layer_lr": [0, -1]}, layer_variance=True)
+    assert (e.lr_w, e.lr_u, e.variance_u) == (0, -1, 0)
+
+
+STUDY = """\
+data: {source: linear_teacher, inputs: line, dim: 3, n_train: 1}
+model: {depth: 2, width: 8, activation: linear, layer_variance: [0.125, 0.125]}
+train:
+  optimizer: {name: gd, lr: 0.25}
+  steps: 30
+  dtype: float64
+  checkpoints: {spacing: linear, count: 3}
+measure: [loss, relative_kernel_change]
+scaling:
+  d: [1, 4, 16]
+  powers: {width: 1}
+sweep:
+  cases:
+    scaling:
+      ntk: {scaling: {powers: {width: 1, output_scale: -0.5}}}
+      mean_field: {scaling: {powers: {width: 1, output_scale: -1, lr: 1}}}
+summaries:
+  - {name: kernel_change_exponent, kind: power_law, x: d, y: relative_kernel_change, by: scaling}
+  - {name: predicted_phase, kind: predicted_phase, by: scaling}
+  - {name: measured_phase, kind: measured_phase, x: d, y: relative_kernel_change, by: scaling,
+     exponent: kernel_change_exponent}
+"""
+
+
+def _load(tmp_path, text):
+    path = tmp_path / "phase.yaml"
+    path.write_text(text)
+    return load_study(path)
+
+
+def _problems(tmp_path, text) -> list[str]:
+    with pytest.raises(SpecError) as err:
+        _load(tmp_path, text)
+    return err.value.problems
+
+
+def test_scaling_derives_each_parameter_from_d(tmp_path):
+    study = _load(tmp_path, STUDY)
+    assert study.axes == ["scaling", "d"] and len(study.runs) == 6
+    by = {(p["scaling"], p["d"]): r for p, r in zip(study.points, study.runs)}
+    mf = by[("mean_field", 16)]
+    assert mf.model.width == 128 and mf.model.output_scale == pytest.approx(1 / 16)
+    assert mf.train.optimizer.lr == pytest.approx(4.0) and mf.model.layer_variance == [0.125, 0.125]
+    assert by[("ntk", 4)].model.output_scale == pytest.approx(0.5) and by[("ntk", 4)].train.optimizer.lr == 0.25
+    assert by[("ntk", 1)] == by[("mean_field", 1)]  # every scaling is the spec itself at d = reference
+    lists = _load(tmp_path, STUDY.replace("powers: {width: 1}\n", "powers: {width: 1, layer_variance: [0, -1]}\n"))
+    assert lists.runs[2].model.layer_variance == [0.125, pytest.approx(0.125 / 16)]
+
+
+def test_scaling_errors_are_located(tmp_path):
+    found = _problems(tmp_path, STUDY.replace("powers: {width: 1}\n", "powers: {widht: 1}\n"))
+    assert found[0].startswith("line 11: scaling.powers.widht: unknown parameter 'widht' (did you mean 'width'?)")
+    found = _problems(tmp_path, STUDY.replace("powers: {width: 1}\n", "powers: {activation: 1}\n"))
+    assert "line 11: scaling.powers.activation: 'activation' (model.activation) is not numeric" in found[0]
+    found = _problems(tmp_path, STUDY.replace("width: 1, output_scale: -0.5}", "width: -2, output_scale: -0.5}"))
+    assert found[0] == ("line 15: sweep.cases.scaling.ntk.scaling.powers.width: at d = 4 it gives model.width = 0: "
+                        "Input should be greater than or equal to 1")
+    found = _problems(tmp_path, STUDY.replace("ntk: {scaling: {powers:", "ntk: {scaling: {d: [2], powers:"))
+    assert "line 15: sweep.cases.scaling.ntk.scaling.d: case scaling='ntk': the values of d are the study's" in found[0]
+    found = _problems(tmp_path, STUDY.replace("  d: [1, 4, 16]", "  d: [0, 4]"))
+    assert found == ["line 10: scaling.d: the scale parameter d must be positive numbers (got 0)"]
+    found = _problems(tmp_path, STUDY.replace("scaling:\n  d: [1, 4, 16]\n  powers: {width: 1}\n", "")
+                      .replace("      ntk:", "      ntk_x:").replace("summaries:\n", "summaries: []\nx:\n"))
+    assert any("unknown key" in p for p in found)
+
+
+def test_relative_kernel_change_is_the_frobenius_change_of_the_train_gram(tmp_path):
+    run = _load(tmp_path, STUDY).runs[1]
+    ctx = run_context(run, {})
+    moved = jax.tree.map(lambda a: a * 1.3 if hasattr(a, "shape") else a, ctx.model0)
+    k0 = np.asarray(flatten_gram(empirical_ntk(ctx.model0, ctx.data.x_train)))
+    kt = np.asarray(flatten_gram(empirical_ntk(moved, ctx.data.x_train)))
+    value = relative_kernel_change(ctx, SimpleNamespace(model=moved), None)["relative_kernel_change"]
+    assert value == pytest.approx(np.linalg.norm(kt - k0) / np.linalg.norm(k0), rel=1e-12)
+    assert value == pytest.approx(1.3 ** 2 - 1, rel=1e-6)  # K = κ²(|Wx|² + |u|²|x|²) scales as the weights squared
+
+
+def test_phase_study_end_to_end(tmp_path):
+    plan = plan_study(_load(tmp_path, STUDY), tmp_path / "results")
+    for job in plan.runs:
+        if not job.path.exists():
+            train_run(job, job.path)
+    ds = read_store(aggregate_study(plan, tmp_path / "study.zarr")).load()
+    assert ds["relative_kernel_change"].dims == ("scaling", "d")
+    assert list(ds["predicted_phase"].values) == ["kernel", "learning"]
+    assert list(ds["measured_phase"].values) == ["kernel", "learning"]
+    assert ds["kernel_change_exponent"].sel(scaling="ntk") < -0.7
+    assert abs(float(ds["kernel_change_exponent"].sel(scaling="mean_field"))) < 0.35
+    assert list(ds["predicted_phase_kernel_change"].values) == [-1.0, 0.0]
