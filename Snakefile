@@ -5,21 +5,23 @@
 #   snakemake --cores 2 --config variant=paper            the larger variant of each study
 #   snakemake --cores 2 results/depth_scaling/depth_scaling.zarr   one study
 #   snakemake --cores 2 --config studies=depth_scaling    idem, with its figures
+#   snakemake --profile profiles/slurm                    on a Slurm cluster (one job per GPU)
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
 from ntkpipe.errors import SpecError
-from ntkpipe.workflow import build_index, enable_compilation_cache
+from ntkpipe.workflow import build_index, configure_jax
 
 min_version("9.0")
 
 RESULTS = config.get("results", "results")
+GPUS = int(config.get("gpus", 0))  # GPUs each training and kernel job requests (a cluster profile sets it)
+configure_jax(RESULTS)  # before any JAX computation
 try:
     INDEX = build_index(config.get("specs", "specs"), RESULTS, config.get("variant", "default"),
                         config.get("studies"))
 except SpecError as err:
     raise WorkflowError(str(err)) from None
-enable_compilation_cache(RESULTS)
 
 
 wildcard_constraints:

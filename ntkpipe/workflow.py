@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,12 +74,17 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
     return WorkflowIndex(results, plans, runs, stages)
 
 
-def enable_compilation_cache(results: str | Path) -> None:
-    """JAX's persistent compilation cache under ``results/.cache/jax`` (reused across invocations).
+def configure_jax(results: str | Path) -> None:
+    """JAX settings every job of the workflow shares.
 
-    The path is made absolute: JAX keeps one cache per process, and jobs (or a test driving several
-    workflows) may run from another working directory.
+    GPUs: no preallocation of 75 % of device memory (jobs that share a GPU, or a GPU shared with other
+    users, would not fit), and one device per job (a cluster's scheduler sets CUDA_VISIBLE_DEVICES;
+    without one, the first device). The persistent compilation cache lives under
+    ``results/.cache/jax`` (reused across invocations); its path is made absolute because JAX keeps
+    one cache per process and jobs may run from another working directory.
     """
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
     cache = (Path(results) / ".cache" / "jax").resolve()
     cache.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(cache))

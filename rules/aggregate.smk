@@ -1,5 +1,6 @@
 # Run stores -> the study dataset (sweep axes as dimensions, summaries as variables).
 import ntkpipe.jobs
+from ntkpipe.resources import runtime_minutes
 from ntkpipe.spec.identity import canonical_json
 
 
@@ -8,7 +9,12 @@ rule aggregate:
         lambda wc: [job.path for job in INDEX.plans[wc.tag].runs],
     output:
         directory(f"{RESULTS}/{{tag}}/{{tag}}.zarr"),
+    log:
+        f"{RESULTS}/logs/aggregate/{{tag}}.log",
     params:
         config=lambda wc: canonical_json(INDEX.plans[wc.tag].aggregate_config()),
+    resources:
+        mem_mb=2048,
+        runtime=runtime_minutes("aggregate", config),
     run:
-        ntkpipe.jobs.aggregate_study(INDEX.plans[wildcards.tag], output[0])
+        ntkpipe.jobs.logged(log[0], ntkpipe.jobs.aggregate_study, INDEX.plans[wildcards.tag], output[0])

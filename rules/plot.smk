@@ -1,5 +1,6 @@
 # One figure per job; its params are only that figure's settings, so a figure edit reruns only it.
 import ntkpipe.jobs
+from ntkpipe.resources import runtime_minutes
 from ntkpipe.spec.identity import canonical_json
 
 
@@ -8,7 +9,12 @@ rule plot:
         lambda wc: INDEX.plans[wc.tag].dataset_path,
     output:
         f"{RESULTS}/{{tag}}/figures/{{figure}}.png",
+    log:
+        f"{RESULTS}/logs/plot/{{tag}}/{{figure}}.log",
     params:
         config=lambda wc: canonical_json(INDEX.plans[wc.tag].figure_config(wc.figure)),
+    resources:
+        mem_mb=2048,
+        runtime=runtime_minutes("plot", config),
     run:
-        ntkpipe.jobs.plot_figure(INDEX.plans[wildcards.tag], wildcards.figure, output[0])
+        ntkpipe.jobs.logged(log[0], ntkpipe.jobs.plot_figure, INDEX.plans[wildcards.tag], wildcards.figure, output[0])

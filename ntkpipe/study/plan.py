@@ -119,5 +119,5 @@ def _plan_stage(study: Study, name: str, run: RunSpec, run_config: dict, data_in
     if kind.reads_run_data:
         inputs.update(data_inputs)
     stage_id = content_id(config)
-    job = StageJob(stage_id, spec.compute, config, results / "stages" / spec.compute / f"{stage_id}.zarr", inputs)
+    job = StageJob(stage_id, spec.compute, config, results / "stages" / spec.compute / f"{stage_id}.zarr", inputs, run)
     return stages.setdefault(stage_id, job)
