@@ -16,12 +16,12 @@ min_version("9.0")
 
 RESULTS = config.get("results", "results")
 GPUS = int(config.get("gpus", 0))  # GPUs each training and kernel job requests (a cluster profile sets it)
-configure_jax(RESULTS)  # before any JAX computation
 try:
     INDEX = build_index(config.get("specs", "specs"), RESULTS, config.get("variant", "default"),
                         config.get("studies"))
 except SpecError as err:
     raise WorkflowError(str(err)) from None
+configure_jax(RESULTS)  # planning ran no JAX computation; every job after this does
 
 
 wildcard_constraints:
