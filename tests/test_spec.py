@@ -448,3 +448,14 @@ def test_unknown_keys_inside_a_stage_kind_get_suggestions(tmp_path):
     text = CNN_STUDY.replace("labels: {kind: two_groups}", "labels: {kind: eigenvector_sign, stage: eig, eigen_index: 2}")
     text += "stages:\n  gram: {compute: ntk_gram}\n  eig: {compute: eigendecomposition, input: gram, topk: 3}\n"
     assert problems(tmp_path, text) == ["line 7: stages.eig.topk: unknown key (did you mean 'top_k'?)"]
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("lr: 1e-3", "lr: .inf", "train.optimizer.lr"),
+    ("lr: 1e-3", "lr: 1e400", "train.optimizer.lr"),
+    ("max_time: 1", "max_time: .inf", "train.max_time"),
+    ("sigma: 0.1", "sigma: .nan", "model.sigma"),
+])
+def test_non_finite_numbers_are_rejected_at_their_key(tmp_path, old, new, key):
+    found = problems(tmp_path, BASE.replace(old, new))
+    assert any(key in p and "finite" in p for p in found), found

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapt
 
 
 class Strict(BaseModel):
-    """Unknown keys are errors; instances are immutable."""
+    """Unknown keys are errors, numbers are finite (`.inf`, `1e400` and `.nan` are rejected); instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def axis(name: str, **kwargs) -> Any:
