@@ -319,9 +319,9 @@ def test_n_train_exceeds_all_classes(tmp_path):
 
 def test_class_without_images(tmp_path):
     write_mnist(tmp_path, labelled(4, 2, [1, 1, 2, 2], [1, 2]))
-    msg = only(data_file_problems(spec(path=tmp_path, n_train=3, n_test=1, classes=[2, 12]),
+    msg = only(data_file_problems(spec(path=tmp_path, n_train=3, n_test=1, classes=[2, 3]),
                                   verify_checksums=False), ("data", "n_train"))
-    assert "per class 2: 2, 12: 0" in msg
+    assert "per class 2: 2, 3: 0" in msg
 
 
 # ------------------------------------------------------------------------------ CIFAR

@@ -459,3 +459,21 @@ def test_unknown_keys_inside_a_stage_kind_get_suggestions(tmp_path):
 def test_non_finite_numbers_are_rejected_at_their_key(tmp_path, old, new, key):
     found = problems(tmp_path, BASE.replace(old, new))
     assert any(key in p and "finite" in p for p in found), found
+
+
+@pytest.mark.parametrize("classes, message", [
+    ("[0, 11]", "image sources have the classes 0 … 9"),
+    ("[0, 0, 1]", "lists a class twice"),
+])
+def test_classes_must_exist_and_be_distinct(tmp_path, classes, message):
+    text = BASE.replace("{source: linear_teacher, dim: 4, n_train: 8, gamma: 0.0}",
+                        f"{{source: digits, classes: {classes}, n_train: 8}}")
+    found = problems(tmp_path, text)
+    assert any("data.classes" in p and message in p for p in found), found
+
+
+def test_more_digits_than_the_pool_is_a_validation_error(tmp_path):
+    text = BASE.replace("{source: linear_teacher, dim: 4, n_train: 8, gamma: 0.0}",
+                        "{source: digits, classes: [0, 1], n_train: 300, n_test: 100}")
+    found = problems(tmp_path, text)
+    assert any("data.n_train" in p and "exceeds the 360 digits of classes [0, 1]" in p for p in found), found

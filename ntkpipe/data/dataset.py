@@ -172,7 +172,7 @@ def _teachers(spec: DataSpec, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal((spec.dim, spec.teachers))
 
 
-def _kept_classes(spec: DataSpec) -> list[int] | None:
+def kept_classes(spec: DataSpec) -> list[int] | None:
     """``classes``, or for two-group labels the classes of both groups."""
     if spec.classes is None and spec.labels.kind == "two_groups":
         return sorted(set(spec.labels.class_groups[0]) | set(spec.labels.class_groups[1]))
@@ -189,7 +189,7 @@ def _image_split(spec: DataSpec, rng: np.random.Generator):
 
 
 def _raw_image_split(spec: DataSpec, rng: np.random.Generator):
-    classes = _kept_classes(spec)
+    classes = kept_classes(spec)
     if spec.source == "digits":
         x, labels = digits_pool()
         x, labels = _keep_classes(x, labels, classes)

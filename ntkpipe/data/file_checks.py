@@ -91,6 +91,8 @@ def data_file_problems(spec: DataSpec, *, verify_checksums: bool) -> list[Proble
     ``("data", "n_test")``; with ``verify_checksums``, md5 mismatches at ``("data", "path")``.
     Each message names the file, what was expected, what was found and the fix.
     """
+    if spec.source == "digits":
+        return _digits_count_problems(spec)
     if spec.source not in DATASETS:
         return []
     try:
@@ -108,6 +110,22 @@ def data_file_problems(spec: DataSpec, *, verify_checksums: bool) -> list[Proble
         if counts is not None:
             problems += _count_problem(spec, split, n, counts, report.label_files[split])
     return problems
+
+
+def _digits_count_problems(spec: DataSpec) -> list[Problem]:
+    """scikit-learn's digits are one pool of 1,797 images split into train and test: their sum must fit
+    the digits of the kept classes."""
+    from ntkpipe.data.dataset import kept_classes
+    from ntkpipe.data.digits import digits_pool
+
+    _, labels = digits_pool()
+    classes = kept_classes(spec)
+    available = int(np.isin(labels, classes).sum()) if classes is not None else len(labels)
+    need = spec.n_train + spec.n_test
+    if need <= available:
+        return []
+    return [(("data", "n_train"), f"n_train + n_test = {need} exceeds the {available} digits of classes "
+                                  f"{classes or 'all'}; lower them (or use mnist from local files)")]
 
 
 # ---------------------------------------------------------------------------------------

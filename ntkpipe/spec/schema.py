@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
 
 
 class Strict(BaseModel):
@@ -66,6 +66,8 @@ class DirectionsSpec(Strict):
 
 
 IMAGE_SOURCES = ("digits", "mnist", "cifar10")
+IMAGE_CLASSES = 10
+"""Every image source has the classes 0 … 9."""
 SYNTHETIC_SOURCES = ("linear_teacher", "random_labels", "gaussian_mixture")
 
 
@@ -116,6 +118,16 @@ class DataSpec(Strict):
     seed: int = axis("data_seed", default=0, ge=0)
     labels: LabelsSpec = LabelsSpec()
 
+    @field_validator("classes")
+    @classmethod
+    def _existing_distinct_classes(cls, classes: list[int] | None) -> list[int] | None:
+        if classes is not None:
+            if len(set(classes)) != len(classes):
+                raise ValueError(f"{classes} lists a class twice; list each class once")
+            if not all(0 <= c < IMAGE_CLASSES for c in classes):
+                raise ValueError(f"{classes}: image sources have the classes 0 … {IMAGE_CLASSES - 1}")
+        return classes
+
     @model_validator(mode="after")
     def _source_fields(self):
         images = self.source in IMAGE_SOURCES
@@ -135,7 +147,7 @@ class DataSpec(Strict):
         if self.source == "nad" and (self.shape is None or self.directions is None):
             raise ValueError("source 'nad' needs 'shape' (the input shape, e.g. [8, 8, 1]) and 'directions' "
                              "({stage: <a nad stage>, nad_index: j})")
-        if self.classes is not None and len(set(self.classes)) < 2:
+        if self.classes is not None and len(self.classes) < 2:
             raise ValueError("'classes' needs at least two distinct classes")
         if self.labels.kind == "two_groups" and not images:
             raise ValueError("labels.kind 'two_groups' needs an image source (digits, mnist, cifar10)")
