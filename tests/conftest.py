@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository root and a Snakemake driver (Snakemake ≥ 8 Python API)."""
+"""Shared fixtures: the repository root, a Snakemake driver (Snakemake ≥ 8 Python API) and an
+in-process runner of a study's training jobs."""
 
 from __future__ import annotations
 
@@ -45,3 +46,21 @@ def run_snakemake(workdir: Path, *, config: dict | None = None, targets: list[st
     finally:
         os.chdir(cwd)
     return sorted(os.path.relpath(f, workdir) if os.path.isabs(f) else f for f in updated)
+
+
+def run_study_jobs(text: str, directory: Path):
+    """Write the study ``text`` to ``directory``, plan it and run its training jobs in this process,
+    without Snakemake (the network runs that kernel kinds read first). Returns the plan and the run
+    stores by sweep point (a tuple of the point's values)."""
+    from ntkpipe import train_run
+    from ntkpipe.spec.schema import REFERENCE_KINDS
+    from ntkpipe.store import read_store
+    from ntkpipe.study.load import load_study
+    from ntkpipe.study.plan import plan_study
+
+    path = directory / "study.yaml"
+    path.write_text(text)
+    plan = plan_study(load_study(path), directory / "results")
+    for job in plan.support_runs + sorted(plan.runs, key=lambda j: j.spec.model.kind in REFERENCE_KINDS):
+        train_run(job, job.path)
+    return plan, {tuple(point.values()): read_store(job.path).load() for job, point in zip(plan.runs, plan.study.points)}

@@ -4,7 +4,6 @@ network run they read)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -12,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ntkpipe import empirical_ntk, flatten_gram, train_run
+from ntkpipe import empirical_ntk, flatten_gram
 from ntkpipe.errors import SpecError
 from ntkpipe.models import build_model, learning_rate_scale
 from ntkpipe.ntk.kernel_stats import kernel_alignment
@@ -20,7 +19,7 @@ from ntkpipe.spec.schema import MODEL_SPEC
 from ntkpipe.stages import run_context
 from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study
-from ntkpipe.study.plan import plan_study
+from tests.conftest import run_study_jobs
 
 STUDY = """\
 data: {source: digits, classes: [0, 1], n_train: 24, n_test: 10}
@@ -36,18 +35,8 @@ sweep:
 """
 
 
-def _run_all(tmp_path: Path, text: str) -> dict[str, object]:
-    """Plan ``text`` and run every job (the reference networks first); the stores by kind label."""
-    path = tmp_path / "study.yaml"
-    path.write_text(text)
-    plan = plan_study(load_study(path), tmp_path / "results")
-    for job in plan.support_runs + sorted(plan.runs, key=lambda j: j.spec.model.kind in ("akgd", "ofe_fit")):
-        train_run(job, job.path)
-    return {tuple(point.values()): read_store(job.path).load() for job, point in zip(plan.runs, plan.study.points)}
-
-
 def test_kgd_is_the_linearized_network_and_akgd_is_rescaled_to_the_final_norm(tmp_path):
-    runs = _run_all(tmp_path, STUDY)
+    _, runs = run_study_jobs(STUDY, tmp_path)
     net, lin, kgd, akgd = (runs[(k,)] for k in ("network", "linearized", "kgd", "akgd"))
     # KGD with the initial NTK is exactly full-batch GD on the linearization (Eq. 4)
     np.testing.assert_allclose(kgd["loss"].values, lin["loss"].values, rtol=1e-9)
@@ -63,9 +52,8 @@ def test_ofe_fit_ends_at_its_network_alignment_and_conserves_c(tmp_path):
     text = STUDY.replace("measure: [loss, test_loss, kernel_norm, alignment]", "measure: [loss, kernel_norm, alignment, ofe]")
     text = text.replace("  model_kind: [network, linearized, kgd, akgd]",
                         "  union:\n    - {model_kind: [ofe_fit], model.gamma: [2]}\n    - {model_kind: [ofe], model.gamma: [0, 2]}")
-    runs = _run_all(tmp_path, text)
+    plan, runs = run_study_jobs(text, tmp_path)
     fit = runs[("ofe_fit", 2)]
-    plan = plan_study(load_study(tmp_path / "study.yaml"), tmp_path / "results")
     [support] = plan.support_runs  # the network of ofe_fit is not in the sweep: planned as a support run
     assert support.spec.model.kind == "network" and support.spec.model.gamma == 2.0
     network = read_store(support.path).load()

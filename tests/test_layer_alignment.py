@@ -6,10 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntkpipe import train_run
-from ntkpipe.store import read_store
-from ntkpipe.study.load import load_study
-from ntkpipe.study.plan import plan_study
+from tests.conftest import run_study_jobs
 
 STUDY = """\
 data: {source: linear_teacher, inputs: line, dim: 6, n_train: 4, teacher_scale: 0.3}
@@ -31,14 +28,7 @@ sweep:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("layer_alignment")
-    (tmp / "study.yaml").write_text(STUDY)
-    plan = plan_study(load_study(tmp / "study.yaml"), tmp / "results")
-    out = {}
-    for job, point in zip(plan.runs, plan.study.points):
-        train_run(job, job.path)
-        out[(point["lr_ratio"], point["start"])] = read_store(job.path).load()
-    return out
+    return run_study_jobs(STUDY, tmp_path_factory.mktemp("layer_alignment"))[1]   # by (lr_ratio, start)
 
 
 def test_gd_with_small_steps_follows_the_closed_form(runs):

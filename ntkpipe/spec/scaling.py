@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ntkpipe.spec.axes import AMBIGUOUS, AXES, SWEEPABLE_SECTIONS, models_in, suggest
+from ntkpipe.spec.paths import get_path, set_path
 
 AXIS = "d"
 NUMERIC = ("int", "float")
@@ -106,22 +107,6 @@ def parameter_path(name: str) -> tuple[str, ...]:
     return AXES[name]
 
 
-def _get(config: dict, path: tuple[str, ...]):
-    node = config
-    for key in path:
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
-def _set(config: dict, path: tuple[str, ...], value) -> None:
-    node = config
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = value
-
-
 def _scaled(base, power, factor_of, name: str):
     if isinstance(base, bool) or not isinstance(base, (int, float)):
         raise ScalingError(f"{name} = {base!r} is not a number to scale", name)
@@ -142,7 +127,7 @@ def derive(config: dict, scaling: BaseModel, d: float) -> dict[tuple[str, ...], 
     for name, power in scaling.powers.items():
         path = parameter_path(name)
         kind = field_kind(path)
-        base = _get(config, path)
+        base = get_path(config, path)
         if base is None and path[0] != "seed":
             base = field_default(path)
         if base is None:
@@ -162,6 +147,6 @@ def derive(config: dict, scaling: BaseModel, d: float) -> dict[tuple[str, ...], 
             value = _scaled(base, power, factor_of, name)
             if kind == "int":
                 value = int(round(value)) if math.isfinite(value) else value
-        _set(config, path, value)
+        set_path(config, path, value)
         derived[path] = name
     return derived

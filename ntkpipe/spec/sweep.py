@@ -30,6 +30,7 @@ import re
 import numpy as np
 
 from ntkpipe.spec.axes import AMBIGUOUS, AXES, dimension, suggest
+from ntkpipe.spec.paths import MISSING, get_path
 
 Point = dict[str, Any]
 SPECIAL = ("zip", "union", "product", "cases")
@@ -194,20 +195,10 @@ def _cases(value, key_path: tuple) -> dict[str, dict[str, dict]]:
             if isinstance(scaling, dict) and "d" in scaling:
                 raise SweepError(f"case {name}={label!r}: the values of d are the study's (scaling.d); a case may "
                                  "override scaling.powers and scaling.reference", here + (label, "scaling", "d"))
-            if name in AXES and _sets(overrides, AXES[name]):
+            if name in AXES and get_path(overrides, AXES[name], MISSING) is not MISSING:
                 raise SweepError(f"case {name}={label!r} sets {'.'.join(AXES[name])}, which the label sets; "
                                  "remove it from the overrides", here + (label,))
     return value
-
-
-def _sets(overrides: dict, key_path: tuple[str, ...]) -> bool:
-    """Whether ``overrides`` gives a value at ``key_path``."""
-    node = overrides
-    for key in key_path:
-        if not isinstance(node, dict) or key not in node:
-            return False
-        node = node[key]
-    return True
 
 
 def case_overrides(node, key_path: tuple = ()) -> dict[str, dict[str, tuple[tuple, dict]]]:

@@ -17,8 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from ntkpipe.errors import SpecError
 from ntkpipe.study import checks
-from ntkpipe.spec.axes import AXES, suggest
 from ntkpipe.spec import scaling as scale
+from ntkpipe.spec.axes import AXES, suggest
+from ntkpipe.spec.paths import get_path, set_path
 from ntkpipe.spec.schema import RunSpec, ScalingSpec, StudySpec
 from ntkpipe.spec.sweep import (SweepError, axis_values, case_overrides, check_unique, expand, fill_unset_axes,
                                 to_dimensions)
@@ -299,11 +300,7 @@ def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], axis_keys: 
                 config = merge_overrides(config, cases[axis_name][label][1])
         for dim, value in point.items():
             if dim in axis_keys and axis_keys[dim] in AXES:
-                node = config
-                *parents, leaf = AXES[axis_keys[dim]]
-                for key in parents:
-                    node = node.setdefault(key, {})
-                node[leaf] = value
+                set_path(config, AXES[axis_keys[dim]], value)
         scaling, derived = None, {}
         if "scaling" in config:
             block = config.pop("scaling")
@@ -356,7 +353,7 @@ def _derived_problem(error: dict, point: dict, config: dict, derived: dict) -> s
     for path, located in derived.items():
         if loc[: len(path)] == path:
             message = error["msg"].removeprefix("Value error, ")
-            value = scale._get(config, path)
+            value = get_path(config, path)
             return f"{located}: at d = {point[scale.AXIS]:g} it gives {'.'.join(path)} = {value!r}: {message}"
     return None
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ntkpipe.spec.identity import canonical, content_id
+from ntkpipe.spec.paths import get_path
 from ntkpipe.spec.schema import REFERENCE_KINDS, RunSpec
 from ntkpipe.stages import REFERENCES, STAGES, StageJob
 from ntkpipe.study.load import DEFAULT_VARIANT, Study
@@ -88,7 +89,7 @@ def _plan_run(study: Study, run: RunSpec, results: Path, stages: dict[str, Stage
     config = run.model_dump(mode="json")
     stage_paths: dict[str, Path] = {}
     for provides, section in REFERENCES.items():  # data stages first: later stages read the data
-        node = _get(config, section)
+        node = _stage_reference(config, section)
         if node is None:
             continue
         data_inputs = {p: path for p, path in stage_paths.items() if p != "origin"}
@@ -99,10 +100,9 @@ def _plan_run(study: Study, run: RunSpec, results: Path, stages: dict[str, Stage
     return RunJob(run_id, run, canonical(config), results / "runs" / f"{run_id}.zarr", stage_paths)
 
 
-def _get(config: dict, section: tuple[str, ...]) -> dict | None:
-    node = config
-    for key in section:
-        node = node.get(key) if isinstance(node, dict) else None
+def _stage_reference(config: dict, section: tuple[str, ...]) -> dict | None:
+    """The section of a run config that names a stage (its ``stage`` key), if it does."""
+    node = get_path(config, section)
     return node if isinstance(node, dict) and node.get("stage") else None
 
 
