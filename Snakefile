@@ -27,6 +27,7 @@ configure_jax(RESULTS)  # planning ran no JAX computation; every job after this 
 wildcard_constraints:
     run_id="[0-9a-f]{16}",
     stage_id="[0-9a-f]{16}",
+    final_id="[0-9a-f]{16}",
     compute="[a-z_]+",
     tag="[a-z][a-z0-9_]*(-[a-z0-9_]+)?",
     figure="[A-Za-z0-9_]+",
@@ -40,5 +41,6 @@ rule all:
 
 include: "rules/stages.smk"
 include: "rules/train.smk"
+include: "rules/final.smk"
 include: "rules/aggregate.smk"
 include: "rules/plot.smk"

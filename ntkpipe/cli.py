@@ -55,6 +55,9 @@ def cmd_plan(args) -> int:
         done += is_done
         coords = " ".join(f"{k}={v}" for k, v in point.items())
         print(f"run      {job.id}  {'done' if is_done else 'to do':5}  {coords}")
+    for final in plan.finals.values():
+        state = "done" if _done(final.path, final.id) else "to do"
+        print(f"final    {final.id}  {state:5}  run {final.run.id}: {', '.join(m.name for m in final.items)}")
     print(f"{done}/{len(plan.runs)} runs done")
     return 0
 

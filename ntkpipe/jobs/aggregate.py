@@ -1,4 +1,5 @@
-"""The aggregation job: run stores → one study dataset with the sweep axes as dimensions.
+"""The aggregation job: run stores (and their final stores) → one study dataset with the sweep axes
+as dimensions.
 
 Points of the sweep fill a grid over the axes' values (a union of sub-grids leaves NaN where no run
 exists); other dimensions (``time``, ``test_point``, …) are outer-joined, so series share the union
@@ -15,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ntkpipe.jobs.run_dataset import run_dataset
 from ntkpipe.measure.fits import FITS
 from ntkpipe.plots.style import final_value
 from ntkpipe.study.plan import StudyPlan
 from ntkpipe.theory import phases
-from ntkpipe.store import read_store, write_store
+from ntkpipe.store import write_store
 
 
 def axis_coords(axes: list[str], points: list[dict]) -> dict[str, list]:
@@ -39,7 +41,7 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     axes = study.axes
     pieces = []
     for job, point in zip(plan.runs, study.points):
-        ds = read_store(job.path, expect_id=job.id).load().drop_vars(["step", "epoch"]).drop_attrs()
+        ds = run_dataset(job, plan.finals.get(job.id)).drop_vars(["step", "epoch"])
         ds["run_id"] = job.id
         pieces.append(ds.expand_dims({a: [point[a]] for a in axes}))
     merged = xr.merge(pieces, join="outer", compat="no_conflicts", combine_attrs="drop")

@@ -27,7 +27,7 @@ from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with
 
 DEFAULT_VARIANT = "default"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
-RESERVED_NAMES = ("runs", "stages")  # results/runs and results/stages hold the shared stores
+RESERVED_NAMES = ("runs", "stages", "finals")  # results/runs, results/stages and results/finals hold the shared stores
 
 
 @dataclass(frozen=True)
