@@ -9,6 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.errors import ResultError
+from ntkpipe.jobs.describe import describe
 from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, RunContext
 from ntkpipe.measure.registry import REGISTRY, VARIABLES
 from ntkpipe.models import learning_rate_scale, run_keys
@@ -82,7 +83,8 @@ def _variable(name: str, value, n_time: int) -> tuple[tuple[str, ...], np.ndarra
 def train_run(job: RunJob, out: str | Path) -> Path:
     """Train one run and write its store: series over ``time``, final measurements, timings.
 
-    Dimensions other than ``time`` (``test_point``, ``mode``, …) are indexed from 1.
+    Dimensions other than ``time`` (``test_point``, ``mode``, …) are indexed from 1; every variable and
+    coordinate carries its CF attrs (:func:`ntkpipe.jobs.describe.describe`).
     """
     tic = time.perf_counter()
     spec = job.spec
@@ -104,4 +106,4 @@ def train_run(job: RunJob, out: str | Path) -> Path:
     ds["seconds_train"] = traj.seconds["train"]
     ds["seconds_measure"] = traj.seconds["measure"] + seconds_final
     ds["seconds_job"] = time.perf_counter() - tic
-    return write_store(ds, out, config=job.config, store_id=job.id)
+    return write_store(describe(ds), out, config=job.config, store_id=job.id)
