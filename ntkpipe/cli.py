@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ntkpipe.errors import NtkpipeError, SpecError
+from ntkpipe.show import series_lines
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
 from ntkpipe.store import read_store
@@ -70,11 +71,16 @@ def cmd_show(args) -> int:
     if "seconds" in attrs:
         secs = json.loads(attrs["seconds"])
         print("summed job seconds: " + ", ".join(f"{k.removeprefix('seconds_')} {v:.1f}" for k, v in secs.items()))
+    if "created" in attrs:
+        print(f"study {attrs.get('study')}, variant {attrs.get('variant')}, created {attrs['created']}; "
+              f"runs made by {attrs.get('run_versions')}")
     for name, var in ds.data_vars.items():
         if var.ndim <= 1 and var.size <= 12 and "time" not in var.dims:
             values = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in var.values.ravel().tolist())
             dims = f" over {var.dims[0]}={ds[var.dims[0]].values.tolist()}" if var.ndim else ""
             print(f"{name}{dims}: {values}")
+    for line in series_lines(ds.load()):
+        print(line)
     return 0
 
 

@@ -4,7 +4,9 @@ as dimensions.
 Points of the sweep fill a grid over the axes' values (a union of sub-grids leaves NaN where no run
 exists); other dimensions (``time``, ``test_point``, …) are outer-joined, so series share the union
 of the runs' checkpoint times (NaN where a run has none). Study summaries (power-law and log-law
-fits, phases) are added as variables over their ``by`` axes.
+fits, phases) are added as variables over their ``by`` axes, theory residuals per run
+(:mod:`ntkpipe.jobs.residuals`); every variable and coordinate is described and the dataset carries its
+provenance (:mod:`ntkpipe.jobs.describe`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ntkpipe.jobs.describe import describe, provenance
+from ntkpipe.jobs.residuals import theory_residuals
 from ntkpipe.jobs.run_dataset import run_dataset
 from ntkpipe.measure.fits import FITS
 from ntkpipe.plots.style import final_value
@@ -39,26 +43,33 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     """Merge the run stores of ``plan`` into ``out``."""
     study = plan.study
     axes = study.axes
-    pieces = []
+    pieces, run_attrs = [], []
     for job, point in zip(plan.runs, study.points):
         ds = run_dataset(job, plan.finals.get(job.id)).drop_vars(["step", "epoch"])
+        run_attrs.append(ds.attrs)
+        ds = ds.drop_attrs()
         ds["run_id"] = job.id
         pieces.append(ds.expand_dims({a: [point[a]] for a in axes}))
     merged = xr.merge(pieces, join="outer", compat="no_conflicts", combine_attrs="drop")
     merged = merged.reindex(axis_coords(axes, study.points))
     merged["run_id"] = merged["run_id"].fillna("").astype(str)
-    for dim in axes:  # which spec key a dimension is (``gamma`` may be data.gamma or model.gamma)
+    merged = study_variables(merged, study)
+    totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}
+    merged.attrs.update(provenance(study, run_attrs), seconds=json.dumps(totals))
+    return write_store(merged, out, config=plan.aggregate_config(), store_id=plan.tag)
+
+
+def study_variables(merged: xr.Dataset, study) -> xr.Dataset:
+    """The runs merged over the sweep axes, with each axis' spec key (attr ``axis``), the study's
+    summaries and theory residuals added, and every variable and coordinate described."""
+    for dim in study.axes:  # which spec key a dimension is (``gamma`` may be data.gamma or model.gamma)
         merged[dim].attrs["axis"] = study.axis_keys.get(dim, dim)
     for summary in study.spec.summaries:
         if summary.kind == "predicted_phase":
             merged = merged.merge(predicted_phases(study, summary))
         else:
             merged = merged.merge(summary_variables(merged, summary))
-    totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}
-    merged.attrs.update(study=study.name, variant=study.variant, spec_path=str(study.path),
-                        study_spec=json.dumps(study.spec.model_dump(mode="json"), sort_keys=True),
-                        seconds=json.dumps(totals))
-    return write_store(merged, out, config=plan.aggregate_config(), store_id=plan.tag)
+    return describe(merged.merge(theory_residuals(merged)), study)
 
 
 def _groups(ds: xr.Dataset, by: list[str]):

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from ntkpipe.errors import ResultError
+from ntkpipe.jobs.describe import describe
 from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
 from ntkpipe.spec.schema import KERNEL_KINDS
 from ntkpipe.stages import run_context
@@ -31,4 +32,4 @@ def final_run(job: FinalJob, out: str | Path) -> Path:
     traj = stored_trajectory(store, checkpoint_variables(spec), run.model0, run.dtype)
     ds = measured_dataset(final_values(run, traj, job.items), traj)
     ds["seconds_final"] = time.perf_counter() - tic
-    return write_store(ds, out, config=job.config, store_id=job.id)
+    return write_store(describe(ds), out, config=job.config, store_id=job.id)

@@ -39,4 +39,4 @@ def run_dataset(job: RunJob, final: FinalJob | None) -> xr.Dataset:
         extra = read_store(final.path, expect_id=final.id)
         ds = xr.merge([ds, extra[sorted(_variables(final.items) & set(extra.data_vars))].load()],
                       compat="no_conflicts", join="outer", combine_attrs="drop_conflicts")
-    return ds.drop_attrs()
+    return ds.drop_attrs().assign_attrs(store.attrs)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ntkpipe.errors import ResultError
+from ntkpipe.jobs.describe import describe
 from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
 from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, RunContext
 from ntkpipe.measure.registry import REGISTRY
@@ -75,7 +76,8 @@ def _evolve(job: RunJob, run: RunContext) -> Trajectory:
 def train_run(job: RunJob, out: str | Path) -> Path:
     """Train one run and write its store: series over ``time``, the final measurements ``job.finals``
     (listed in the attribute ``final_items``), the final state they are computed from (so that a
-    final job can add others, :mod:`ntkpipe.train.final_state`), timings."""
+    final job can add others, :mod:`ntkpipe.train.final_state`), timings; every variable and
+    coordinate carries its CF attrs (:func:`ntkpipe.jobs.describe.describe`)."""
     tic = time.perf_counter()
     spec = job.spec
     run = run_context(spec, job.stage_paths)
@@ -93,4 +95,4 @@ def train_run(job: RunJob, out: str | Path) -> Path:
     ds["seconds_measure"] = traj.seconds["measure"] + seconds_final
     ds["seconds_job"] = time.perf_counter() - tic
     ds.attrs[FINAL_ITEMS_ATTR] = final_items_attr(job.finals)
-    return write_store(ds, out, config=job.config, store_id=job.id)
+    return write_store(describe(ds), out, config=job.config, store_id=job.id)

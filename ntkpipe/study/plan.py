@@ -70,14 +70,17 @@ class StudyPlan:
     """By run id: the final job of each run whose store lacks some of the study's final items."""
 
     def aggregate_config(self) -> dict:
-        """What the study dataset depends on besides its run stores."""
+        """What the study dataset depends on besides its run stores, and a hash of the whole resolved
+        spec, which the dataset stores (``study_spec``): editing a title or a description rewrites the
+        dataset (and so redraws the study's figures), never a run."""
         spec = self.study.spec
         return canonical({"tag": self.tag, "axes": self.study.axes, "points": self.study.points,
                           "runs": [r.id for r in self.runs],
                           "summaries": [s.model_dump(mode="json") for s in spec.summaries],
                           "finals": [item_config(m) for m in self.study.runs[0].measure if is_final(m)],
                           **({"scalings": [s.model_dump(mode="json") if s else None for s in self.study.scalings]}
-                             if spec.scaling is not None else {})})
+                             if spec.scaling is not None else {}),
+                          "spec": content_id(spec.model_dump(mode="json"))})
 
     def figure_config(self, name: str) -> dict:
         fig = next(f for f in self.study.spec.figures if f.name == name)
