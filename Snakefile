@@ -21,6 +21,8 @@ try:
                         config.get("studies"))
 except SpecError as err:
     raise WorkflowError(str(err)) from None
+if workflow.is_main_process:  # not in job processes (cluster profiles parse this file in every job)
+    INDEX.set_aside_invalid()  # a store is done when it verifies; an invalid one is made again
 configure_jax(RESULTS)  # planning ran no JAX computation; every job after this does
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import jax
 
 from ntkpipe.errors import SpecError
+from ntkpipe.results_dir import planned_stores, set_aside_invalid
 from ntkpipe.study.load import DEFAULT_VARIANT, load_study, variant_names
 from ntkpipe.stages import StageJob
 from ntkpipe.study.final_items import item_key
@@ -26,13 +27,21 @@ class WorkflowIndex:
     stages: dict[str, StageJob]
     finals: dict[str, FinalJob]
 
+    def set_aside_invalid(self) -> list[Path]:
+        """Move the planned stores that exist but fail verification to ``results/.invalid``."""
+        return set_aside_invalid(self.plans.values(), self.results)
+
     def targets(self) -> list[str]:
-        """Every study dataset and figure (the default target)."""
+        """Every study dataset and figure, and every planned run and stage store (the default
+        target): a store that is missing, e.g. set aside as invalid, is made again and so is every
+        job that reads it (were it only an input, Snakemake would not remake a missing store whose
+        readers are up to date)."""
         out = []
         for plan in self.plans.values():
             out.append(str(plan.dataset_path))
             out += [str(p) for p in plan.figure_paths.values()]
-        return out
+        stores = {path for plan in self.plans.values() for path in planned_stores(plan)}
+        return out + sorted(str(p) for p in stores - {plan.dataset_path for plan in self.plans.values()})
 
 
 def spec_files(specs: str | Path, studies: str | list[str] | None = None) -> list[Path]:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ntkpipe.errors import ResultError
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.spec.identity import canonical, canonical_json
 from ntkpipe.spec.schema import MeasureItem, RunSpec
-from ntkpipe.store import read_store
+from ntkpipe.store import verified_attrs
 
 FINAL_ITEMS_ATTR = "final_items"
 
@@ -45,13 +44,10 @@ def final_items_attr(items) -> str:
     return json.dumps([item_config(item) for item in items], sort_keys=True)
 
 
-def stored_final_items(path: str | Path) -> frozenset[str] | None:
-    """Keys of the final items the run store at ``path`` holds; None if there is no readable store
-    (its training job makes them all)."""
-    if not Path(path).exists():
-        return None
-    try:
-        attrs = read_store(path).attrs
-    except ResultError:
+def stored_final_items(path: str | Path, expect_id: str) -> frozenset[str] | None:
+    """Keys of the final items the run store at ``path`` holds; None if it is not done (then its
+    training job makes them all). The fast check of done, as the Snakefile's, keeps planning cheap."""
+    attrs = verified_attrs(path, expect_id)
+    if attrs is None:
         return None
     return frozenset(canonical_json(item) for item in json.loads(attrs.get(FINAL_ITEMS_ATTR, "[]")))

@@ -114,7 +114,7 @@ def plan_study(study: Study, results: str | Path = "results") -> StudyPlan:
 def held_items(job: RunJob, trainer: RunJob) -> frozenset[str]:
     """Keys of the final items ``job``'s store holds or, if it has none yet, that ``trainer`` (the
     job that will make it: ``job`` merged with the other studies' requests) computes."""
-    stored = stored_final_items(job.path)
+    stored = stored_final_items(job.path, job.id)
     return stored if stored is not None else frozenset(item_key(m) for m in trainer.finals)
 
 
