@@ -9,17 +9,18 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
-from ntkpipe.errors import SpecError
-from ntkpipe.workflow import build_index, configure_jax
+from ntkpipe.errors import ConfigError, SpecError
+from ntkpipe.workflow import build_index, check_results_writable, configure_jax
 
 min_version("9.0")
 
 RESULTS = config.get("results", "results")
 GPUS = int(config.get("gpus", 0))  # GPUs each training and kernel job requests (a cluster profile sets it)
-try:
+try:  # --config max_runs=N: the most runs one study may have (default 10,000, or $NTKPIPE_MAX_RUNS)
     INDEX = build_index(config.get("specs", "specs"), RESULTS, config.get("variant", "default"),
-                        config.get("studies"))
-except SpecError as err:
+                        config.get("studies"), config.get("max_runs"))
+    check_results_writable(INDEX)
+except (SpecError, ConfigError) as err:
     raise WorkflowError(str(err)) from None
 if workflow.is_main_process:  # not in job processes (cluster profiles parse this file in every job)
     INDEX.set_aside_invalid()  # a store is done when it verifies; an invalid one is made again

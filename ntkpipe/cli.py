@@ -14,6 +14,7 @@ from ntkpipe.errors import NtkpipeError, SpecError
 from ntkpipe.show import series_lines
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
+from ntkpipe.study.size import MAX_RUNS_DEFAULT, MAX_RUNS_ENV
 from ntkpipe.store import read_store, verify_store
 
 
@@ -29,17 +30,18 @@ def cmd_validate(args) -> int:
     status = 0
     for spec in args.specs:
         variants = [args.variant] if args.variant else variant_names(spec) or ["default"]
-        counts = []
+        counts, failed = [], False
         for variant in variants:
             try:
-                study = load_study(spec, variant)
+                study = load_study(spec, variant, args.max_runs)
             except SpecError as err:
                 print(f"{err}" if variant == "default" else f"[variant {variant}] {err}", file=sys.stderr)
-                status = 1
+                failed = True
                 continue
             counts.append(f"{variant}: {len(study.runs)} runs")
-        if counts and status == 0:
+        if not failed:
             print(f"ok {spec} ({'; '.join(counts)})")
+        status |= failed
     return status
 
 
@@ -134,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("validate", help="check study specs (every variant unless --variant)")
     p.add_argument("specs", nargs="+")
     p.add_argument("--variant")
+    p.add_argument("--max-runs", type=int, help=f"the most runs a study may have (default {MAX_RUNS_DEFAULT:,}, "
+                   f"or ${MAX_RUNS_ENV})")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("plan", help="list the runs of a spec, their ids and which are done")
     p.add_argument("spec")

@@ -17,6 +17,11 @@ class SpecError(NtkpipeError, ValueError):
         super().__init__(f"{self.path}: {len(self.problems)} problem(s) in the study spec:\n{lines}")
 
 
+class ConfigError(NtkpipeError, ValueError):
+    """A setting outside the spec (a Snakemake ``--config`` value, an environment variable, the
+    specs or results directory) is unusable."""
+
+
 class DataFileError(NtkpipeError, FileNotFoundError):
     """A local data file is missing, truncated or not in the expected format."""
 

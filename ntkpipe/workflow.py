@@ -9,12 +9,18 @@ from pathlib import Path
 
 import jax
 
-from ntkpipe.errors import SpecError
+from ntkpipe.errors import ConfigError, SpecError
 from ntkpipe.results_dir import planned_stores, set_aside_invalid
-from ntkpipe.study.load import DEFAULT_VARIANT, load_study, variant_names
+from ntkpipe.study.load import DEFAULT_VARIANT, SPEC_SUFFIX, load_study, variant_names
+from ntkpipe.study.size import run_limit
 from ntkpipe.stages import StageJob
 from ntkpipe.study.final_items import item_key
 from ntkpipe.study.plan import FinalJob, RunJob, StudyPlan, held_items, plan_finals, plan_study
+
+
+SPEC_LIKE_SUFFIXES = (".yaml", ".yml")
+"""Suffixes (any case) of files in the specs directory that are taken for specs; all but ``.yaml``
+are reported by validation (with the fix: rename)."""
 
 
 @dataclass
@@ -45,8 +51,18 @@ class WorkflowIndex:
 
 
 def spec_files(specs: str | Path, studies: str | list[str] | None = None) -> list[Path]:
-    """``specs/*.yaml``, or the named subset (comma-separated names or a list)."""
-    files = sorted(Path(specs).glob("*.yaml"))
+    """``specs/*.yaml``, or the named subset (comma-separated names or a list). Files that look like
+    specs under another suffix (``*.yml``) are listed too, so that validation stops at them instead
+    of the workflow skipping them; a missing or empty directory is a ConfigError."""
+    directory = Path(specs)
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise ConfigError(f"the specs directory {str(specs)!r} {what} (--config specs={specs}); give a directory "
+                          f"that holds the study specs (*{SPEC_SUFFIX})")
+    files = sorted(f for f in directory.iterdir() if f.is_file() and f.suffix.lower() in SPEC_LIKE_SUFFIXES)
+    if not files:
+        raise ConfigError(f"the specs directory {str(specs)!r} holds no study specs (*{SPEC_SUFFIX}); add one or "
+                          "point --config specs=DIR at another directory")
     if studies:
         wanted = studies.split(",") if isinstance(studies, str) else list(studies)
         by_name = {f.stem: f for f in files}
@@ -58,18 +74,20 @@ def spec_files(specs: str | Path, studies: str | list[str] | None = None) -> lis
 
 
 def build_index(specs: str | Path = "specs", results: str | Path = "results",
-                variant: str = DEFAULT_VARIANT, studies=None) -> WorkflowIndex:
-    """Validate and plan every selected spec. With a named variant, specs that lack it are skipped."""
+                variant: str = DEFAULT_VARIANT, studies=None, max_runs: int | str | None = None) -> WorkflowIndex:
+    """Validate and plan every selected spec (each of at most ``max_runs`` runs, see
+    :func:`~ntkpipe.study.size.run_limit`). With a named variant, specs that lack it are skipped."""
     results = Path(results)
     plans: dict[str, StudyPlan] = {}
     errors: list[SpecError] = []
     files = spec_files(specs, studies)
+    limit = run_limit(max_runs)
     for path in files:
         if variant != DEFAULT_VARIANT and variant not in variant_names(path) and variant_names(path):
             print(f"ntkpipe: {path.name} has no variant {variant!r}; skipped", file=sys.stderr)
             continue
         try:
-            plan = plan_study(load_study(path, variant), results)
+            plan = plan_study(load_study(path, variant, limit), results)
         except SpecError as err:
             errors.append(err)
             continue
@@ -99,6 +117,40 @@ def merged_runs(jobs: list[RunJob]) -> dict[str, RunJob]:
         names = {m.name for m in first.finals}
         runs[job.id] = replace(first, finals=first.finals + tuple(m for m in job.finals if m.name not in names))
     return runs
+
+
+def written_directories(index: WorkflowIndex) -> set[Path]:
+    """Every directory the jobs of ``index`` write into (stores, figures, logs, the JAX cache)."""
+    logs = index.results / "logs"
+    dirs = {index.results / ".cache" / "jax", logs / "train", logs / "aggregate"}
+    dirs |= {job.path.parent for job in index.runs.values()}
+    dirs |= {d for job in index.finals.values() for d in (job.path.parent, logs / "finals")}
+    dirs |= {d for job in index.stages.values() for d in (job.path.parent, logs / "stages" / job.compute)}
+    for tag, plan in index.plans.items():
+        dirs.add(plan.dataset_path.parent)
+        if plan.figure_paths:
+            dirs |= {logs / "plot" / tag} | {p.parent for p in plan.figure_paths.values()}
+    return dirs
+
+
+def check_results_writable(index: WorkflowIndex) -> None:
+    """Raise ConfigError, before any job runs, if a directory the jobs write into is not writable:
+    the directory itself, or (not there yet) the nearest one above it that exists."""
+    checked: set[Path] = set()
+    for directory in sorted(written_directories(index)):
+        existing = directory
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if existing in checked:
+            continue
+        checked.add(existing)
+        if not existing.is_dir():
+            raise ConfigError(f"results directory: {existing} is a file, but the workflow writes {directory} there; "
+                              f"move the file away or choose another directory with --config results=DIR")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise ConfigError(f"results directory: {existing} is not writable, and the jobs write into "
+                              f"{directory}; make it writable (chmod u+w {existing}) or choose another directory "
+                              "with --config results=DIR")
 
 
 def configure_jax(results: str | Path) -> None:

@@ -380,6 +380,23 @@ def test_cifar_checksums_only_when_asked(tmp_path):
     assert files.CIFAR10_BATCH_MD5["test_batch"] in problems[-1][1]
 
 
+def test_official_cifar_counts_bound_n_train_and_n_test(tmp_path, monkeypatch):
+    """Batches whose md5s match are the official ones: 5,000 train and 1,000 test images per class."""
+    write_cifar(tmp_path)
+    monkeypatch.setattr(files, "verify_checksums", lambda *a, **k: [])
+    clear_data_file_cache()
+    assert data_file_problems(spec("cifar10", tmp_path, n_train=50000, n_test=10000), verify_checksums=True) == []
+    msg = only(data_file_problems(spec("cifar10", tmp_path, n_train=10001, n_test=5, classes=[0, 1]),
+                                  verify_checksums=True), ("data", "n_train"))
+    assert "data.n_train = 10001 exceeds the 10000 train images of cifar10 classes [0, 1]" in msg
+    assert "(per class 0: 5000, 1: 5000)" in msg and "at most 10000" in msg
+    msg = only(data_file_problems(spec("cifar10", tmp_path, n_train=4, n_test=10001), verify_checksums=True),
+               ("data", "n_test"))
+    assert "data.n_test = 10001 exceeds the 10000 test images of cifar10 all classes" in msg
+    # without the md5s the copy may be a custom one: its counts are known only once a job loads it
+    assert data_file_problems(spec("cifar10", tmp_path, n_train=60000), verify_checksums=False) == []
+
+
 # ------------------------------------------------------------------------------ cache
 
 

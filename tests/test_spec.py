@@ -145,7 +145,7 @@ def test_each_validation_error_names_line_key_and_fix(tmp_path, edit, expected):
 
 def test_yaml_syntax_error_has_line(tmp_path):
     found = problems(tmp_path, BASE + "sweep: {sigma: [0.1\n")
-    assert found[0].startswith("line 8: YAML syntax error")
+    assert found[0].startswith("line 8: sweep.sigma.0: YAML syntax error: expected ',' or ']'")
 
 
 def test_sweep_value_errors_point_at_the_sweep(tmp_path):
@@ -437,11 +437,15 @@ measure: [loss]
     assert fixed.runs[0].model.origin.epochs == 3
 
 
-def test_a_batch_larger_than_the_training_set_is_stopped_with_its_sweep_point(tmp_path):
+def test_a_batch_larger_than_the_training_set_is_stopped_at_the_key_that_sets_it(tmp_path):
+    """At the sweep value of n_train that is too small, else at train.batch_size itself."""
     text = BASE.replace("  max_time: 1", "  max_time: 1\n  batch_size: 6") + "sweep:\n  n_train: [4, 8]\n"
     found = problems(tmp_path, text)
-    assert found == ["line 1: (top level): with sweep point {'n_train': 4}: train.batch_size 6 exceeds "
+    assert found == ["line 9: sweep.n_train: sweep value n_train=4: train.batch_size 6 exceeds "
                      "data.n_train 4; lower the batch size or use more training points"]
+    found = problems(tmp_path, BASE.replace("  max_time: 1", "  max_time: 1\n  batch_size: 9"))
+    assert found == ["line 6: train.batch_size: train.batch_size 9 exceeds data.n_train 8; lower the batch size "
+                     "or use more training points"]
 
 
 def test_unknown_keys_inside_a_stage_kind_get_suggestions(tmp_path):

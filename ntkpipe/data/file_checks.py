@@ -10,7 +10,8 @@ the workflow, so it never reads image payloads:
   number and to count the images of each class against ``n_train`` / ``n_test``.
 * CIFAR-10: each batch must exist, be non-empty, start like a pickle and end with the
   pickle STOP opcode (a cheap truncation check).  Batches are unpickled (30 MB each) only
-  at load time, so CIFAR label counts are not checked here.
+  at load time; ``n_train`` / ``n_test`` are checked against the official class counts
+  when the md5s show the official files.
 * With ``verify_checksums`` the md5 of the official files (see
   :func:`ntkpipe.data.files.verify_checksums`) -- about 0.02 s for MNIST and 0.55 s for
   CIFAR-10 with its archive, from the page cache -- only when the structure is sound.
@@ -57,6 +58,9 @@ __all__ = ["PATH_KEY", "clear_data_file_cache", "data_file_problems"]
 
 Problem = tuple[tuple, str]
 PATH_KEY = ("data", "path")
+CIFAR10_CLASS_COUNTS = {"train": np.full(10, 5000), "test": np.full(10, 1000)}
+"""Images per class of the official CIFAR-10 batches (checked against n_train / n_test when their
+md5s match; a custom copy, NTKPIPE_SKIP_CHECKSUMS=1, is counted when a job loads it)."""
 _CACHE_SIZE = 32
 
 
@@ -109,6 +113,9 @@ def data_file_problems(spec: DataSpec, *, verify_checksums: bool) -> list[Proble
         counts = report.class_counts.get(split)
         if counts is not None:
             problems += _count_problem(spec, split, n, counts, report.label_files[split])
+        elif spec.source == "cifar10" and verify_checksums and not path_problems:
+            # the md5s prove the official batches, whose class counts are known without unpickling them
+            problems += _count_problem(spec, split, n, CIFAR10_CLASS_COUNTS[split], _cifar_dir(directory))
     return problems
 
 

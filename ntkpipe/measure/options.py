@@ -3,6 +3,7 @@ all read the :class:`Option` records of :data:`ntkpipe.measure.REGISTRY`."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,8 @@ class Option:
         numeric = (int, float) if self.kind is float else (self.kind,)
         if isinstance(value, bool) and self.kind is not bool or not isinstance(value, numeric):
             return f"option {self.name!r} takes a {self.kind.__name__}, got {value!r}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"option {self.name!r} must be a finite number, got {value!r}"
         if self.low is not None and (value <= self.low if self.open_low else value < self.low):
             return f"option {self.name!r} must be {'>' if self.open_low else '>='} {self.low}, got {value!r}"
         if self.high is not None and (value >= self.high if self.open_high else value > self.high):

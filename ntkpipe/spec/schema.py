@@ -10,13 +10,29 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
 
 
 class Strict(BaseModel):
-    """Unknown keys are errors, numbers are finite (`.inf`, `1e400` and `.nan` are rejected); instances are immutable."""
+    """Unknown keys are errors, numbers are finite (`.inf`, `1e400` and `.nan` are rejected) and types
+    strict (no coercion: ``"20"``, ``20.0`` and ``true`` are not integers, ``"no"`` is not a boolean; an
+    integer is a valid float); instances are immutable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+
+
+Ints = Annotated[tuple[int, ...], pydantic.Strict(False)]
+"""A tuple of integers written as a YAML list (strict mode alone would want a Python tuple)."""
+
+
+class CrossKeyError(ValueError):
+    """A check of several keys; ``keys`` are their paths in the validated mapping, the first the one
+    to fix (validation errors are located at the first that a sweep sets, else at the first)."""
+
+    def __init__(self, message: str, *keys: tuple[str, ...]):
+        super().__init__(message)
+        self.keys = keys
 
 
 def axis(name: str, **kwargs) -> Any:
@@ -36,7 +52,7 @@ class LabelsSpec(Strict):
     kind: Literal["default", "eigenvector_sign", "two_groups"] = axis("label_kind", default="default")
     eigen_index: int | None = Field(None, ge=1)
     stage: str | None = None
-    groups: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    groups: Annotated[tuple[Ints, Ints], pydantic.Strict(False)] | None = None
 
     @model_validator(mode="after")
     def _kind_fields(self):
@@ -110,7 +126,7 @@ class DataSpec(Strict):
     path: str | None = Field(None, description="directory of local MNIST/CIFAR-10 files")
     image_size: int | None = Field(None, ge=2, description="resize images to image_size × image_size")
     grayscale: bool = Field(False, description="CIFAR-10 as one luminance channel")
-    shape: tuple[int, ...] | None = Field(None, min_length=1, description="input shape of nad data")
+    shape: Ints | None = Field(None, min_length=1, description="input shape of nad data")
     directions: DirectionsSpec | None = None
     margin: float = Field(1.0, gt=0, description="ε of nad data")
     noise: float = Field(1.0, gt=0, description="σ: noise standard deviation of nad and gaussian_mixture data")
@@ -139,7 +155,7 @@ class DataSpec(Strict):
                 "path": self.source in ("mnist", "cifar10"), "grayscale": self.source == "cifar10"}
         for key, allowed in only.items():
             if not allowed and getattr(self, key) != type(self).model_fields[key].default:
-                raise ValueError(f"'{key}' does not apply to source {self.source!r}; remove it")
+                raise CrossKeyError(f"'{key}' does not apply to source {self.source!r}; remove it", (key,))
         if self.source in SYNTHETIC_SOURCES and self.dim is None:
             raise ValueError(f"source {self.source!r} needs 'dim' (the input dimension D)")
         if mixture:
@@ -148,7 +164,7 @@ class DataSpec(Strict):
             raise ValueError("source 'nad' needs 'shape' (the input shape, e.g. [8, 8, 1]) and 'directions' "
                              "({stage: <a nad stage>, nad_index: j})")
         if self.classes is not None and len(self.classes) < 2:
-            raise ValueError("'classes' needs at least two distinct classes")
+            raise CrossKeyError("'classes' needs at least two distinct classes", ("classes",))
         if self.labels.kind == "two_groups" and not images:
             raise ValueError("labels.kind 'two_groups' needs an image source (digits, mnist, cifar10)")
         if self.source == "nad" and self.labels.kind != "default":
@@ -160,13 +176,14 @@ class DataSpec(Strict):
         if self.clusters is None:
             raise ValueError("source 'gaussian_mixture' needs 'clusters' (the number of classes C >= 2)")
         if self.clusters > self.dim:
-            raise ValueError(f"'clusters' = {self.clusters} orthonormal centres do not fit in dim = {self.dim}; "
-                             "use clusters <= dim")
+            raise CrossKeyError(f"'clusters' = {self.clusters} orthonormal centres do not fit in dim = {self.dim}; "
+                                "use clusters <= dim", ("clusters",), ("dim",))
         for split in ("n_train", "n_test"):
             n = getattr(self, split)
             if n % self.clusters:
-                raise ValueError(f"'{split}' = {n} is not a multiple of clusters = {self.clusters} (classes are "
-                                 f"balanced, n/C points each); use e.g. {split}: {n - n % self.clusters}")
+                raise CrossKeyError(f"'{split}' = {n} is not a multiple of clusters = {self.clusters} (classes are "
+                                    f"balanced, n/C points each); use e.g. {split}: {n - n % self.clusters}",
+                                    (split,), ("clusters",))
 
 
 class OriginSpec(Strict):
@@ -333,7 +350,8 @@ class OptimizerSpec(Strict):
     @model_validator(mode="after")
     def _momentum_only_for_sgd(self):
         if self.name != "sgd" and self.momentum != 0.0:
-            raise ValueError(f"'momentum' only applies to optimizer 'sgd', not {self.name!r}")
+            raise CrossKeyError(f"'momentum' only applies to optimizer 'sgd', not {self.name!r}",
+                                ("momentum",), ("name",))
         return self
 
 
@@ -607,16 +625,18 @@ class RunSpec(Strict):
     @model_validator(mode="after")
     def _batch_fits(self):
         if self.train.batch_size is not None and self.train.batch_size > self.data.n_train:
-            raise ValueError(f"train.batch_size {self.train.batch_size} exceeds data.n_train {self.data.n_train}; "
-                             "lower the batch size or use more training points")
+            raise CrossKeyError(f"train.batch_size {self.train.batch_size} exceeds data.n_train {self.data.n_train}; "
+                                "lower the batch size or use more training points",
+                                ("train", "batch_size"), ("data", "n_train"))
         return self
 
     @model_validator(mode="after")
     def _one_multiplier_per_layer(self):
         given = self.train.optimizer.layer_lr
         if given is not None and len(given) != self.model.weight_layers:
-            raise ValueError(f"train.optimizer.layer_lr has {len(given)} multipliers; the model has "
-                             f"{self.model.weight_layers} weight layers (input side first, readout last)")
+            raise CrossKeyError(f"train.optimizer.layer_lr has {len(given)} multipliers; the model has "
+                                f"{self.model.weight_layers} weight layers (input side first, readout last)",
+                                ("train", "optimizer", "layer_lr"), ("model", "depth"))
         return self
 
     @model_validator(mode="after")
@@ -631,6 +651,6 @@ class RunSpec(Strict):
             (opt.layer_lr is None and opt.lr_ratio == 1.0, "one learning rate for all layers"),
             (self.train.loss == "mse", "train.loss 'mse'")] if not ok]
         if wrong:
-            raise ValueError(f"model.kind {self.model.kind!r} evolves a kernel by gradient descent on the squared "
-                             f"error; it needs {', '.join(wrong)}")
+            raise CrossKeyError(f"model.kind {self.model.kind!r} evolves a kernel by gradient descent on the squared "
+                                f"error; it needs {', '.join(wrong)}", ("model", "kind"))
         return self

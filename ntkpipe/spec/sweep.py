@@ -23,9 +23,9 @@ An empty sweep is one run.
 
 from __future__ import annotations
 
-from typing import Any
-
+import math
 import re
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +57,36 @@ def clean_number(value):
     return value
 
 
+def _generator_args(spec, key_path: tuple) -> tuple[str, list]:
+    """The name and checked arguments of a value generator ``{name: [a, b, n]}``: numbers (not
+    booleans), ``n`` a positive integer count, or for ``range`` three integers with a non-zero step."""
+    (gen, args), = spec.items()
+    if gen not in GENERATORS:
+        raise SweepError(f"unknown value generator {gen!r}{suggest(gen, GENERATORS)}; "
+                         f"use one of {', '.join(GENERATORS)} or a list", key_path + (gen,))
+    if not (isinstance(args, list) and len(args) == 3
+            and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)):
+        raise SweepError(f"{gen} takes three numbers [start, stop, count_or_step], got {args!r}",
+                         key_path + (gen,))
+    if gen == "range":
+        if not all(isinstance(a, int) for a in args) or args[2] == 0:
+            raise SweepError(f"range takes three integers [start, stop, step] with a non-zero step, got {args!r}",
+                             key_path + (gen,))
+    elif not isinstance(args[2], int) or args[2] < 1:
+        raise SweepError(f"{gen} count must be a positive integer, got {args[2]!r}", key_path + (gen,))
+    return gen, args
+
+
+def axis_length(spec) -> int:
+    """How many values :func:`axis_values` gives, without making them (SweepError as it would raise)."""
+    if isinstance(spec, list):
+        return len(spec)
+    if isinstance(spec, dict) and len(spec) == 1:
+        gen, (a, b, n) = _generator_args(spec, ())
+        return len(range(a, b, n)) if gen == "range" else n
+    return 0  # not an axis: reported by axis_values
+
+
 def axis_values(spec, key_path: tuple) -> list:
     """Expand one axis' value spec into a list."""
     if isinstance(spec, list):
@@ -64,25 +94,16 @@ def axis_values(spec, key_path: tuple) -> list:
             raise SweepError("an axis needs at least one value", key_path)
         return [clean_number(v) for v in spec]
     if isinstance(spec, dict) and len(spec) == 1:
-        (gen, args), = spec.items()
-        if gen not in GENERATORS:
-            raise SweepError(f"unknown value generator {gen!r}{suggest(gen, GENERATORS)}; "
-                             f"use one of {', '.join(GENERATORS)} or a list", key_path + (gen,))
-        if not (isinstance(args, list) and len(args) == 3 and all(isinstance(a, (int, float)) for a in args)):
-            raise SweepError(f"{gen} takes three numbers [start, stop, count_or_step], got {args!r}",
-                             key_path + (gen,))
-        a, b, n = args
+        gen, (a, b, n) = _generator_args(spec, key_path)
         if gen == "range":
-            values = list(range(int(a), int(b), int(n)))
+            values = list(range(a, b, n))
         else:
-            if int(n) != n or n < 1:
-                raise SweepError(f"{gen} count must be a positive integer, got {n!r}", key_path + (gen,))
             fn = {"logspace": np.logspace, "geomspace": np.geomspace, "linspace": np.linspace}[gen]
             if gen == "geomspace" and (a <= 0 or b <= 0):
                 raise SweepError("geomspace endpoints must be positive", key_path + (gen,))
-            values = list(fn(a, b, int(n)))
+            values = list(fn(a, b, n))
         if not values:
-            raise SweepError(f"{gen}{args} gives no values", key_path + (gen,))
+            raise SweepError(f"{gen}{[a, b, n]} gives no values", key_path + (gen,))
         return [clean_number(v) for v in values]
     raise SweepError(f"axis values must be a list or one of {{{', '.join(GENERATORS)}: [...]}}, "
                      f"got {spec!r} (write a single value as [value])", key_path)
@@ -99,9 +120,10 @@ def _product(left: list[Point], right: list[Point], key_path: tuple) -> list[Poi
     return out
 
 
-def expand(node, key_path: tuple = (), extra: tuple[str, ...] = ()) -> list[Point]:
+def expand(node, key_path: tuple = (), extra: tuple[str, ...] = (), errors: list[SweepError] | None = None) -> list[Point]:
     """All points of a sweep node, in order; ``extra`` names axes besides the spec's (``d`` of a
-    study with a ``scaling``)."""
+    study with a ``scaling``). With an ``errors`` list, every broken entry is appended to it (and
+    left out) instead of raising at the first."""
     if node is None or node == {}:
         return [{}]
     if not isinstance(node, dict):
@@ -109,31 +131,79 @@ def expand(node, key_path: tuple = (), extra: tuple[str, ...] = ()) -> list[Poin
     points: list[Point] = [{}]
     for key, value in node.items():
         here = key_path + (key,)
-        if key == "zip":
-            sub = _zip(value, here, extra)
-        elif key == "cases":
-            sub = [{}]
-            for name, labels in _cases(value, here).items():
-                sub = _product(sub, [{name: label} for label in labels], here)
-        elif key in ("union", "product"):
-            if not isinstance(value, list) or not value:
-                raise SweepError(f"{key} takes a non-empty list of sweep nodes", here)
-            parts = [expand(v, here + (i,), extra) for i, v in enumerate(value)]
-            if key == "union":
-                sub = [p for part in parts for p in part]
-            else:
-                sub = [{}]
-                for part in parts:
-                    sub = _product(sub, part, here)
-        elif key in AXES or key in extra:
-            sub = [{key: v} for v in axis_values(value, here)]
-        elif key in AMBIGUOUS:
-            raise SweepError(_ambiguous(key), here)
-        else:
-            hint = " (the axis d needs a 'scaling' block)" if key == "d" else ""
-            raise SweepError(f"unknown sweep axis {key!r}{suggest(key, list(AXES) + list(SPECIAL))}{hint}", here)
-        points = _product(points, sub, here)
+        try:
+            points = _product(points, _entry(key, value, here, extra, errors), here)
+        except SweepError as err:
+            if errors is None:
+                raise
+            errors.append(err)
     return points
+
+
+def _entry(key, value, here: tuple, extra: tuple[str, ...], errors: list[SweepError] | None) -> list[Point]:
+    """The points of one entry ``key: value`` of a sweep node."""
+    if key == "zip":
+        return _zip(value, here, extra)
+    if key == "cases":
+        sub = [{}]
+        for name, labels in _cases(value, here).items():
+            sub = _product(sub, [{name: label} for label in labels], here)
+        return sub
+    if key in ("union", "product"):
+        if not isinstance(value, list) or not value:
+            raise SweepError(f"{key} takes a non-empty list of sweep nodes", here)
+        parts = [expand(v, here + (i,), extra, errors) for i, v in enumerate(value)]
+        if key == "union":
+            return [p for part in parts for p in part]
+        sub = [{}]
+        for part in parts:
+            sub = _product(sub, part, here)
+        return sub
+    if key in AXES or key in extra:
+        return [{key: v} for v in axis_values(value, here)]
+    if key in AMBIGUOUS:
+        raise SweepError(_ambiguous(key), here)
+    hint = " (the axis d needs a 'scaling' block)" if key == "d" else ""
+    raise SweepError(f"unknown sweep axis {key!r}{suggest(key, list(AXES) + list(SPECIAL))}{hint}", here)
+
+
+def count_points(node, axis: str | None = None) -> tuple[int, int]:
+    """How many points :func:`expand` gives for a sweep node, and how many of them set ``axis``,
+    computed from the axis lengths without making the points (sums over unions, products
+    otherwise). Broken entries count as one value (:func:`expand` reports them)."""
+    if not isinstance(node, dict):
+        return 1, 0
+    total, with_axis = 1, 0
+    for key, value in node.items():
+        if key in ("union", "product") and isinstance(value, list) and value:
+            parts = [count_points(v, axis) for v in value]
+            if key == "union":
+                n, w = sum(p[0] for p in parts), sum(p[1] for p in parts)
+            else:
+                n, w = _product_counts(parts)
+        elif key == "cases" and isinstance(value, dict):
+            n, w = math.prod(len(labels) if isinstance(labels, dict) else 1 for labels in value.values()), 0
+        elif key == "zip" and isinstance(value, dict) and value:
+            n = max(_safe_length(v) for v in value.values())
+            w = n if axis in value else 0
+        else:
+            n = _safe_length(value)
+            w = n if key == axis else 0
+        total, with_axis = _product_counts([(total, with_axis), (n, w)])
+    return total, with_axis
+
+
+def _product_counts(parts: list[tuple[int, int]]) -> tuple[int, int]:
+    """(points, points that set the axis) of a product: those that set it in any factor."""
+    total, without = math.prod(n for n, _ in parts), math.prod(n - w for n, w in parts)
+    return total, total - without
+
+
+def _safe_length(spec) -> int:
+    try:
+        return max(axis_length(spec), 1)
+    except SweepError:
+        return 1
 
 
 def _ambiguous(key: str) -> str:

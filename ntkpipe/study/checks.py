@@ -1,6 +1,9 @@
 """Cross-key checks of a study that the schema alone cannot express.
 
 Each check returns ``(key path, message)`` pairs; :func:`ntkpipe.study.load.load_study` adds lines.
+``points`` None means the sweep could not be expanded (it has problems of its own): the checks that
+need the runs or the sweep axes are left out and the others still run, so every problem of a file
+is reported at once.
 """
 
 from __future__ import annotations
@@ -34,11 +37,28 @@ def resolved_measure(spec: StudySpec) -> list[MeasureItem]:
     return out
 
 
-def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict], scalings: list | None = None,
-                   data_files: bool = True) -> list[Problem]:
+def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict] | None,
+                   scalings: list | None = None, data_files: bool = True) -> list[Problem]:
+    if points is None:
+        return _measure_problems(spec, [], []) + _summary_problems(spec, None, [], []) + _figure_problems(spec, None)
     return (_measure_problems(spec, runs, points) + _reference_problems(spec, runs) + _stage_problems(spec, runs)
             + _summary_problems(spec, points, runs, scalings or [None] * len(runs))
             + _figure_problems(spec, points) + (_data_file_problems(runs) if data_files else []))
+
+
+def unknown_measurement(name: Any) -> str | None:
+    """Why ``name`` is not a measurement of the registry, or None if it is one."""
+    if isinstance(name, str) and name in REGISTRY:
+        return None
+    return f"unknown measurement {name!r}{suggest(name, REGISTRY)}; known: {', '.join(REGISTRY)}"
+
+
+def measure_name_problems(measure: Any) -> list[Problem]:
+    """Unknown measurement names in a raw ``measure`` list (checked even when the spec has other errors)."""
+    items = measure if isinstance(measure, list) else []
+    names = [item.get("name") if isinstance(item, dict) else item for item in items]
+    return [(("measure", i), why) for i, name in enumerate(names)
+            if isinstance(name, str) and (why := unknown_measurement(name))]
 
 
 def _data_file_problems(runs: list[RunSpec]) -> list[Problem]:
@@ -57,9 +77,8 @@ def _measure_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) 
     names = [m.name for m in items]
     for i, item in enumerate(items):
         where = ("measure", i)
-        if item.name not in REGISTRY:
-            problems.append((where, f"unknown measurement {item.name!r}{suggest(item.name, REGISTRY)}; "
-                                    f"known: {', '.join(REGISTRY)}"))
+        if (why := unknown_measurement(item.name)) is not None:
+            problems.append((where, why))
             continue
         if names.count(item.name) > 1:
             problems.append((where, f"measurement {item.name!r} is listed twice"))
@@ -157,9 +176,9 @@ def _kind(variable: Variable) -> str:
     return "series" if "time" in variable.dims else "scalar" if not variable.dims else "array"
 
 
-def _check_axis(value: str | None, points: list[dict], where: tuple, what: str) -> list[Problem]:
+def _check_axis(value: str | None, points: list[dict] | None, where: tuple, what: str) -> list[Problem]:
     axes = list(points[0]) if points and points[0] else []
-    if value is None or value in axes:
+    if value is None or value in axes or points is None:
         return []
     return [(where, f"{what} {value!r} is not a sweep axis{suggest(value, axes)}; "
                     f"the sweep has {', '.join(axes) or 'no axes'}")]
@@ -179,7 +198,7 @@ def _check_variable(value: str | None, variables: dict[str, Variable], kinds: tu
     return []
 
 
-def _summary_problems(spec: StudySpec, points: list[dict], runs: list[RunSpec], scalings: list) -> list[Problem]:
+def _summary_problems(spec: StudySpec, points: list[dict] | None, runs: list[RunSpec], scalings: list) -> list[Problem]:
     problems: list[Problem] = []
     variables, measured = _variables(spec), _measured(spec)
     names = [s.name for s in spec.summaries]
@@ -192,7 +211,7 @@ def _summary_problems(spec: StudySpec, points: list[dict], runs: list[RunSpec], 
             problems += _check_axis(axis_name, points, where + (("by", j) if isinstance(s.by, list) else ("by",)), "by")
         kinds = ("series",) if s.kind == "endpoints" else ("scalar",)
         problems += _check_variable(s.y, variables, kinds, where + ("y",))
-        if s.kind == "predicted_phase":
+        if s.kind == "predicted_phase" and points is not None:
             problems += _predicted_phase_problems(s, points, runs, scalings, where)
         elif s.kind == "measured_phase":
             fits = {f.name: f for f in spec.summaries[:i] if f.kind == "power_law"}
@@ -230,10 +249,10 @@ def _predicted_phase_problems(s, points: list[dict], runs: list[RunSpec], scalin
     return []
 
 
-def _check_dim(value: str | None, points: list[dict], used: list[Variable], where: tuple,
+def _check_dim(value: str | None, points: list[dict] | None, used: list[Variable], where: tuple,
                what: str) -> list[Problem]:
     """``value`` must be a sweep axis or a dimension of every variable in ``used``."""
-    if value is None or (points and value in points[0]):
+    if value is None or points is None or (points and value in points[0]):
         return []
     if used and all(value in v.dims for v in used):
         return []
@@ -243,7 +262,7 @@ def _check_dim(value: str | None, points: list[dict], used: list[Variable], wher
                     f"{suggest(value, choices)}; choose one of {', '.join(choices) or 'none'}")]
 
 
-def _figure_problems(spec: StudySpec, points: list[dict]) -> list[Problem]:
+def _figure_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem]:
     problems: list[Problem] = []
     variables = _variables(spec)
     names = [f.name for f in spec.figures]
@@ -299,12 +318,14 @@ def _plotted(fig, variables: dict[str, Variable]) -> list[Variable]:
     return [variables[n] for n in names if n in variables]
 
 
-def _where_problems(selection: dict[str, Any], points: list[dict], where: tuple,
+def _where_problems(selection: dict[str, Any], points: list[dict] | None, where: tuple,
                     plotted: list[Variable] = ()) -> list[Problem]:
     """Each key of ``selection`` is a sweep axis with one of its values, or (``plotted`` given) a
     dimension of every plotted variable, e.g. ``output: 3`` for ``kv_projection`` (its coordinates
     are known only once the runs exist)."""
     problems: list[Problem] = []
+    if points is None:
+        return problems
     for axis_name, value in selection.items():
         if plotted and not (points and axis_name in points[0]) and all(axis_name in v.dims for v in plotted):
             continue

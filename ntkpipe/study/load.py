@@ -17,10 +17,11 @@ from pydantic import BaseModel, ValidationError
 
 from ntkpipe.errors import SpecError
 from ntkpipe.study import checks
+from ntkpipe.study.size import run_count, run_limit, too_many_runs
 from ntkpipe.spec import scaling as scale
 from ntkpipe.spec.axes import AXES, suggest
 from ntkpipe.spec.paths import get_path, set_path
-from ntkpipe.spec.schema import RunSpec, ScalingSpec, StudySpec
+from ntkpipe.spec.schema import CrossKeyError, RunSpec, ScalingSpec, StudySpec
 from ntkpipe.spec.sweep import (SweepError, axis_values, case_overrides, check_unique, expand, fill_unset_axes,
                                 to_dimensions)
 from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
@@ -28,6 +29,7 @@ from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with
 DEFAULT_VARIANT = "default"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 RESERVED_NAMES = ("runs", "stages", "finals")  # results/runs, results/stages and results/finals hold the shared stores
+SPEC_SUFFIX = ".yaml"
 
 
 @dataclass(frozen=True)
@@ -61,79 +63,126 @@ def variant_names(path: str | Path) -> list[str]:
     return [DEFAULT_VARIANT] + (list(variants) if isinstance(variants, dict) else [])
 
 
-def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, *, data_files: bool = True) -> Study:
-    """Validate ``path`` for ``variant``; raise SpecError listing every problem found. Without
-    ``data_files`` the local MNIST/CIFAR-10 files are not checked (enough to plan run ids)."""
+def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, max_runs: int | str | None = None, *,
+               data_files: bool = True) -> Study:
+    """Validate ``path`` for ``variant``; raise SpecError listing every problem found. A study of more
+    than ``max_runs`` runs (default: :func:`~ntkpipe.study.size.run_limit`) is refused before its
+    sweep is expanded. Without ``data_files`` the local MNIST/CIFAR-10 files are not checked (enough
+    to plan run ids)."""
     path = Path(path)
+    limit = run_limit(max_runs)
     if not path.is_file():
-        raise SpecError(str(path), ["no such file"])
+        raise SpecError(str(path), ["is a directory; give the spec files in it (e.g. specs/*.yaml)" if path.is_dir()
+                                    else "no such file"])
     try:
         raw, lines = load_with_lines(path)
     except YamlSyntaxError as err:
-        raise SpecError(str(path), [f"line {err.line}: YAML syntax error: {err}"]) from None
+        raise SpecError(str(path), [f"line {err.line or 1}: {_dotted(err.key_path)}: {err}"]) from None
+    if raw is None:
+        raise SpecError(str(path), ["line 1: (top level): the file is empty (or only comments); a study needs at "
+                                    "least data, model, train and measure"])
     if not isinstance(raw, dict):
-        raise SpecError(str(path), ["line 1: the file must be a mapping of study keys (data, model, train, ...)"])
-    problems: list[str] = []
-    if not NAME_PATTERN.match(path.stem):
-        problems.append(f"line 1: the file name {path.stem!r} is the study name; use lowercase letters, "
-                        "digits and underscores, starting with a letter")
-    if path.stem in RESERVED_NAMES:
-        problems.append(f"line 1: {path.stem!r} is reserved for results/{path.stem}/; rename the file")
+        raise SpecError(str(path), ["line 1: (top level): the file must be a mapping of study keys (data, model, "
+                                    "train, ...)"])
+    problems = _file_name_problems(path)
     merged, where = _merge_variant(raw, lines, variant, problems)
-    if problems:
-        raise SpecError(str(path), problems)
+    declared = raw.get("variants")
+    if variant != DEFAULT_VARIANT and not (isinstance(declared, dict) and variant in declared):
+        raise SpecError(str(path), problems)  # nothing to validate: the variant does not exist
 
-    try:
-        extra = (scale.AXIS,) if isinstance(merged.get("scaling"), dict) else ()
-        points, axis_keys = to_dimensions(expand(merged.get("sweep"), extra=extra))
-        check_unique(points)
-        cases = case_overrides(merged.get("sweep"), ("sweep",))
-    except SweepError as err:
-        problems.append(f"{where(('sweep',) + err.key_path)}: {err}")
-        points, cases, axis_keys = [], {}, {}
+    points, axis_keys, cases = _sweep_points(merged, where, limit, problems)
     points, axis_keys = _scale_axis(merged, points, axis_keys, where, problems)
     try:
         spec = StudySpec.model_validate(merged)
     except ValidationError as err:
         problems += [_format_pydantic(e, merged, where) for e in err.errors()]
+        problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.measure_name_problems(merged.get("measure"))]
         raise SpecError(str(path), _by_line(problems)) from None
 
-    runs, valid_points, scalings = _resolve_runs(merged, spec, points, axis_keys, cases, where, problems)
-    try:
-        valid_points = fill_unset_axes(valid_points)
-    except SweepError as err:
-        problems.append(f"{where(('sweep',))}: {err}")
-    if points:  # with a broken sweep, axis references cannot be checked
-        problems += [f"{where(key_path)}: {msg}"
-                     for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings, data_files)]
+    runs, valid_points, scalings = [], None, []
+    if points is not None:
+        runs, valid_points, scalings = _resolve_runs(merged, spec, points, axis_keys, cases, where, problems)
+        try:
+            valid_points = fill_unset_axes(valid_points) if valid_points else None
+        except SweepError as err:
+            problems.append(f"{where(('sweep',))}: {err}")
+            valid_points = None
+    problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings, data_files)]
     if problems:
         raise SpecError(str(path), _by_line(problems))
     return Study(path.stem, variant, path, spec, valid_points, runs, axis_keys, scalings)
+
+
+def _file_name_problems(path: Path) -> list[str]:
+    """The file name is the study name (results/<name>/) and the workflow reads ``specs/*.yaml``."""
+    problems = []
+    if path.suffix != SPEC_SUFFIX:
+        problems.append(f"line 1: (top level): the workflow reads only specs/*{SPEC_SUFFIX} files; rename "
+                        f"{path.name!r} to {path.stem + SPEC_SUFFIX!r}")
+    if not NAME_PATTERN.match(path.stem):
+        problems.append(f"line 1: (top level): the file name {path.stem!r} is the study name; use lowercase "
+                        "letters, digits and underscores, starting with a letter")
+    if path.stem in RESERVED_NAMES:
+        problems.append(f"line 1: (top level): {path.stem!r} is reserved for results/{path.stem}/; rename the file")
+    return problems
+
+
+def _sweep_points(merged: dict, where, limit: int, problems: list[str]):
+    """The sweep's points keyed by dimension, dimension → axis key and the case axes; points None
+    when the sweep has problems (each one appended) or more runs than ``limit`` (counted first)."""
+    if (why := too_many_runs(run_count(merged), limit)) is not None:
+        problems.append(f"{where(('sweep',) if 'sweep' in merged else ('scaling', 'd'))}: {why}")
+        return None, {}, {}
+    errors: list[SweepError] = []
+    extra = (scale.AXIS,) if isinstance(merged.get("scaling"), dict) else ()
+    try:
+        points = expand(merged.get("sweep"), extra=extra, errors=errors)
+    except SweepError as err:
+        errors.append(err)
+    problems += [f"{where(('sweep',) + err.key_path)}: {err}" for err in errors]
+    try:
+        cases = case_overrides(merged.get("sweep"), ("sweep",))
+    except SweepError as err:  # its key paths start at the spec's top level
+        problems.append(f"{where(err.key_path)}: {err}")
+        errors.append(err)
+    if errors:
+        return None, {}, {}
+    try:
+        points, axis_keys = to_dimensions(points)
+        check_unique(points)
+    except SweepError as err:
+        problems.append(f"{where(('sweep',) + err.key_path)}: {err}")
+        return None, {}, {}
+    return points, axis_keys, cases
+
+
+def _dotted(key_path: KeyPath) -> str:
+    return ".".join(str(k) for k in key_path) or "(top level)"
 
 
 def _scale_axis(merged: dict, points: list[dict], axis_keys: dict[str, str], where, problems: list[str]):
     """With a ``scaling`` block, the sweep points that do not set ``d`` themselves (a union sub-grid
     may give its own values) crossed with ``scaling.d``."""
     block = merged.get("scaling")
-    if not isinstance(block, dict) or "d" not in block:
+    if not isinstance(block, dict) or "d" not in block or points is None:
         return points, axis_keys  # a missing d is reported by the schema
     try:
         values = axis_values(block["d"], ("scaling", "d"))
     except SweepError as err:
         problems.append(f"{where(err.key_path)}: {err}")
-        return [], {}
+        return None, {}
     out = [p if scale.AXIS in p else {**p, scale.AXIS: v} for p in points for v in ([None] if scale.AXIS in p else values)]
     bad = [p[scale.AXIS] for p in out if isinstance(p[scale.AXIS], bool) or not isinstance(p[scale.AXIS], (int, float))
            or not p[scale.AXIS] > 0]
     if bad:
         at = ("scaling", "d") if bad[0] in values else _sweep_key_path(merged.get("sweep"), scale.AXIS)
         problems.append(f"{where(at)}: the scale parameter d must be positive numbers (got {bad[0]!r})")
-        return [], {}
+        return None, {}
     try:
         check_unique(out)
     except SweepError as err:
         problems.append(f"{where(('scaling', 'd'))}: {err}")
-        return [], {}
+        return None, {}
     return out, {**axis_keys, scale.AXIS: "scaling.d"}
 
 
@@ -143,6 +192,11 @@ def _by_line(problems: list[str]) -> list[str]:
         match = re.match(r"line (\d+)", p)
         return int(match.group(1)) if match else 0
     return sorted(dict.fromkeys(problems), key=line)
+
+
+def _name_like(name) -> str:
+    """``name`` in lowercase with underscores (``Big-One`` → ``big_one``)."""
+    return re.sub(r"[^a-z0-9_]", "_", str(name).lower()).lstrip("_0123456789") or "variant"
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -172,6 +226,10 @@ def _merge_variant(raw: dict, lines: dict[KeyPath, int], variant: str, problems:
         problems.append(f"line {line_of(lines, ('variants',))}: variants: must map variant names to overrides")
         variants = {}
     for name, override in variants.items():
+        if not NAME_PATTERN.match(str(name)):
+            problems.append(f"line {line_of(lines, ('variants', name))}: variants.{name}: a variant's name is part of "
+                            f"its results' paths (results/<study>-<variant>/); use lowercase letters, digits and "
+                            f"underscores, starting with a letter (e.g. {_name_like(name)!r})")
         if name == DEFAULT_VARIANT:
             problems.append(f"line {line_of(lines, ('variants', name))}: variants.{name}: "
                             f"'{DEFAULT_VARIANT}' is the spec itself; pick another variant name")
@@ -198,9 +256,8 @@ def _merge_variant(raw: dict, lines: dict[KeyPath, int], variant: str, problems:
         if override_prefix and override_prefix + tuple(key_path) in lines:
             line = lines[override_prefix + tuple(key_path)]
         if line is None:
-            line = line_of(lines, tuple(key_path))
-        dotted = ".".join(str(k) for k in key_path) or "(top level)"
-        return f"line {line}: {dotted}"
+            line = line_of(lines, tuple(key_path)) or 1
+        return f"line {line}: {_dotted(key_path)}"
 
     return merged, where
 
@@ -263,9 +320,19 @@ def _step(annotation: Any, elem: Any) -> Any:
     return None
 
 
+def _error_locations(error: dict, data: dict) -> list[KeyPath]:
+    """Key paths of a validation error in ``data``: its location, or below it the keys a
+    :class:`CrossKeyError` names (most relevant first)."""
+    at = _data_path(tuple(error["loc"]), data)
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, CrossKeyError):
+        return [at + tuple(key) for key in cause.keys]
+    return [at]
+
+
 def _format_pydantic(error: dict, merged: dict, where) -> str:
     loc = tuple(error["loc"])
-    key_path = _data_path(loc, merged)
+    key_path = _error_locations(error, merged)[0]
     if error["type"] == "extra_forbidden":
         model = _model_at(loc[:-1])
         allowed = sorted(model.model_fields) if model else []
@@ -279,7 +346,24 @@ def _format_pydantic(error: dict, merged: dict, where) -> str:
         return f"{where(key_path)}: required key is missing"
     given = error.get("input")
     shown = "" if isinstance(given, (dict, list)) or error["type"].startswith("value_error") else f" (got {given!r})"
-    return f"{where(key_path)}: {message}{shown}"
+    return f"{where(key_path)}: {message}{shown}{_type_hint(error['type'], given)}"
+
+
+def _type_hint(error_type: str, given: Any) -> str:
+    """How to write a value of the wanted type: types are strict, nothing is converted."""
+    if error_type == "bool_type":
+        return "; write true or false"
+    if error_type not in ("int_type", "float_type"):
+        return ""
+    if isinstance(given, str):
+        try:
+            number = int(given) if error_type == "int_type" else float(given)
+        except ValueError:
+            return ""
+        return f"; write {number} without quotes"
+    if error_type == "int_type" and isinstance(given, float) and given.is_integer():
+        return f"; write {int(given)}"
+    return "; write a number" if isinstance(given, bool) else ""
 
 
 def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], axis_keys: dict[str, str], cases: dict,
@@ -361,19 +445,25 @@ def _derived_problem(error: dict, point: dict, config: dict, derived: dict) -> s
 
 def _sweep_problem(error: dict, point: dict, axis_keys: dict[str, str], config: dict, cases: dict, merged: dict,
                    where) -> str:
-    """Locate a run's validation error at the sweep key or case override that caused it."""
-    loc = _data_path(tuple(error["loc"]), config)  # without union tags
-    message = error["msg"].removeprefix("Value error, ")
-    for axis_name, value in point.items():
-        key = axis_keys.get(axis_name)
-        if key in AXES and AXES[key] == loc[: len(AXES[key])]:
-            return f"{where(_sweep_key_path(merged.get('sweep'), key))}: sweep value {key}={value!r}: {message}"
-        if axis_name in cases:
-            defined_at, override = cases[axis_name][value]
-            inside = _data_path(loc, override)
-            if inside:
-                return f"{where(defined_at + inside)}: case {axis_name}={value!r}: {message}"
-    return f"{where(_data_path(loc, config))}: with sweep point {point}: {message}"
+    """Locate a run's validation error at the sweep key or case override that caused it (a check of
+    several keys, :class:`CrossKeyError`: at the first of its keys that the sweep sets, else at its
+    first key)."""
+    message = error["msg"].removeprefix("Value error, ") + _type_hint(error["type"], error.get("input"))
+    locs = _error_locations(error, config)  # without union tags
+    keyed = isinstance((error.get("ctx") or {}).get("error"), CrossKeyError)
+    for loc in locs:
+        for axis_name, value in point.items():
+            key = axis_keys.get(axis_name)
+            if key in AXES and AXES[key] == loc[: len(AXES[key])]:
+                return f"{where(_sweep_key_path(merged.get('sweep'), key))}: sweep value {key}={value!r}: {message}"
+            if axis_name in cases:
+                defined_at, override = cases[axis_name][value]
+                inside = _data_path(loc, override)
+                if inside:
+                    return f"{where(defined_at + inside)}: case {axis_name}={value!r}: {message}"
+    if keyed or not point:
+        return f"{where(locs[0])}: {message}"
+    return f"{where(locs[0])}: with sweep point {point}: {message}"
 
 
 def _sweep_key_path(node: Any, axis_name: str, prefix: KeyPath = ("sweep",)) -> KeyPath:
