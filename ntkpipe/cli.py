@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ntkpipe.errors import NtkpipeError, SpecError
+from ntkpipe.layout import RUN, open_dataset
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
 from ntkpipe.store import read_store
@@ -60,8 +61,12 @@ def cmd_plan(args) -> int:
 
 
 def cmd_show(args) -> int:
-    ds = read_store(args.store)
+    ds = open_dataset(args.store)
     print(ds)
+    if RUN in ds.dims:
+        axes = list(ds.indexes[RUN].names)
+        print(f"\n{ds.sizes[RUN]} runs along '{RUN}' (a union of sub-grids), indexed by ({', '.join(axes)}): "
+              f"select a sub-grid with ds.sel({axes[0]}=...), its grid with .unstack('{RUN}')")
     attrs = ds.attrs
     print(f"\nid {attrs['id']}, made by ntkpipe {attrs.get('ntkpipe_version')}")
     if "seconds" in attrs:
