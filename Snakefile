@@ -21,12 +21,15 @@ try:
                         config.get("studies"))
 except SpecError as err:
     raise WorkflowError(str(err)) from None
+if workflow.is_main_process:  # not in job processes (cluster profiles parse this file in every job)
+    INDEX.set_aside_invalid()  # a store is done when it verifies; an invalid one is made again
 configure_jax(RESULTS)  # planning ran no JAX computation; every job after this does
 
 
 wildcard_constraints:
     run_id="[0-9a-f]{16}",
     stage_id="[0-9a-f]{16}",
+    final_id="[0-9a-f]{16}",
     compute="[a-z_]+",
     tag="[a-z][a-z0-9_]*(-[a-z0-9_]+)?",
     figure="[A-Za-z0-9_]+",
@@ -40,5 +43,6 @@ rule all:
 
 include: "rules/stages.smk"
 include: "rules/train.smk"
+include: "rules/final.smk"
 include: "rules/aggregate.smk"
 include: "rules/plot.smk"

@@ -10,7 +10,7 @@ import jax
 # float32 by passing explicit dtypes, so enabling x64 here changes no training numbers.
 jax.config.update("jax_enable_x64", True)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from ntkpipe.data import Dataset, load_dataset  # noqa: E402
 from ntkpipe.errors import DataFileError, NtkpipeError, ResultError, SpecError  # noqa: E402

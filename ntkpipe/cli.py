@@ -1,25 +1,29 @@
-"""``ntkpipe`` command line: validate a spec, show its plan, summarize a result store."""
+"""``ntkpipe`` command line: validate a spec, show its plan, summarize a result store, verify and
+clean the results directory."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
+from ntkpipe import results_dir
 from ntkpipe.errors import NtkpipeError, SpecError
-from ntkpipe.layout import RUN, open_dataset
+from ntkpipe.layout import RUN, open_dataset, sub_grid
+from ntkpipe.show import series_lines
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
-from ntkpipe.store import read_store
+from ntkpipe.store import read_store, verify_store
 
 
-def _done(path: Path, expect_id: str) -> bool:
-    try:
-        read_store(path, expect_id=expect_id)
-    except NtkpipeError:
-        return False
-    return True
+def _state(path: Path, expect_id: str) -> tuple[str, str]:
+    """("done" | "to do" | "invalid", why it is invalid): the check the Snakefile makes."""
+    if not path.exists():
+        return "to do", ""
+    check = verify_store(path, expect_id)
+    return ("done", "") if check.valid else ("invalid", f"  ({check.reason}; snakemake recomputes it)")
 
 
 def cmd_validate(args) -> int:
@@ -48,14 +52,17 @@ def cmd_plan(args) -> int:
     for name, path in plan.figure_paths.items():
         print(f"figure   {path}")
     for stage in plan.stages.values():
-        state = "done" if _done(stage.path, stage.id) else "to do"
-        print(f"stage    {stage.id}  {state:5}  {stage.compute}")
+        state, why = _state(stage.path, stage.id)
+        print(f"stage    {stage.id}  {state:5}  {stage.compute}{why}")
     done = 0
     for job, point in zip(plan.runs, study.points):
-        is_done = _done(job.path, job.id)
-        done += is_done
+        state, why = _state(job.path, job.id)
+        done += state == "done"
         coords = " ".join(f"{k}={v}" for k, v in point.items())
-        print(f"run      {job.id}  {'done' if is_done else 'to do':5}  {coords}")
+        print(f"run      {job.id}  {state:5}  {coords}{why}")
+    for final in plan.finals.values():
+        state, why = _state(final.path, final.id)
+        print(f"final    {final.id}  {state:5}  run {final.run.id}: {', '.join(m.name for m in final.items)}{why}")
     print(f"{done}/{len(plan.runs)} runs done")
     return 0
 
@@ -68,15 +75,61 @@ def cmd_show(args) -> int:
         print(f"\n{ds.sizes[RUN]} runs along '{RUN}' (a union of sub-grids), indexed by ({', '.join(axes)}): "
               f"select a sub-grid with ds.sel({axes[0]}=...), its grid with .unstack('{RUN}')")
     attrs = ds.attrs
-    print(f"\nid {attrs['id']}, made by ntkpipe {attrs.get('ntkpipe_version')}")
+    print(f"\nid {attrs['id']}, made by ntkpipe {attrs.get('ntkpipe_version')} on {attrs.get('created')}")
+    if "versions" in attrs:
+        print("versions: " + ", ".join(f"{k} {v}" for k, v in json.loads(attrs["versions"]).items()))
     if "seconds" in attrs:
         secs = json.loads(attrs["seconds"])
         print("summed job seconds: " + ", ".join(f"{k.removeprefix('seconds_')} {v:.1f}" for k, v in secs.items()))
+    if "created" in attrs:
+        print(f"study {attrs.get('study')}, variant {attrs.get('variant')}, created {attrs['created']}; "
+              f"runs made by {attrs.get('run_versions')}")
     for name, var in ds.data_vars.items():
         if var.ndim <= 1 and var.size <= 12 and "time" not in var.dims:
             values = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in var.values.ravel().tolist())
             dims = f" over {var.dims[0]}={ds[var.dims[0]].values.tolist()}" if var.ndim else ""
             print(f"{name}{dims}: {values}")
+    for line in series_lines(sub_grid(ds).load()):  # per sweep point, in either layout
+        print(line)
+    return 0
+
+
+def _survey(args) -> list[results_dir.Entry]:
+    entries, errors = results_dir.survey(args.results, args.specs, deep=args.deep)
+    for err in errors:
+        print(err, file=sys.stderr)
+    if errors:
+        print("ntkpipe: orphans are not marked (nor removed): the specs above cannot be planned; fix them first",
+              file=sys.stderr)
+    return entries
+
+
+def cmd_verify(args) -> int:
+    entries = _survey(args)
+    for entry in entries:
+        print(entry.line())
+    counts = Counter(entry.state for entry in entries)
+    print(", ".join(f"{n} {state}" for state, n in counts.items()) or f"nothing under {args.results}")
+    return 1 if counts.get("invalid") else 0
+
+
+CLEAN_FLAGS = ("invalid", "orphans", "tmp", "outdated")
+
+
+def cmd_clean(args) -> int:
+    flags = {f: getattr(args, f) for f in CLEAN_FLAGS}
+    listing = args.dry_run or not any(flags.values())
+    if not any(flags.values()):
+        flags = dict.fromkeys(CLEAN_FLAGS, True)
+    entries = _survey(args)
+    chosen = [e for e in entries if results_dir.removable(e, **flags)]
+    for entry in chosen:
+        if not listing:
+            results_dir.remove(entry)
+        print(f"{'would remove' if listing else 'removed'} {entry.line()}")
+    if listing:
+        print(f"{len(chosen)} to remove; nothing removed (give --invalid, --orphans, --tmp or --outdated "
+              f"without --dry-run)")
     return 0
 
 
@@ -95,6 +148,20 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("show", help="summarize a result store (.zarr)")
     p.add_argument("store")
     p.set_defaults(func=cmd_show)
+    for name, text in (("verify", "list every store under --results with its state (exit 1 if one is invalid)"),
+                       ("clean", "remove invalid, orphaned or outdated stores and leftovers of killed jobs "
+                                 "(without a flag: list them); not while snakemake runs")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--results", default="results")
+        p.add_argument("--specs", default="specs", help="orphans: stores no spec here plans in any variant")
+        p.add_argument("--deep", action="store_true", help="also compare every file's checksum")
+        if name == "clean":
+            p.add_argument("--invalid", action="store_true", help="invalid stores, and those set aside")
+            p.add_argument("--orphans", action="store_true", help="stores no spec plans in any variant")
+            p.add_argument("--tmp", action="store_true", help="temporary directories of killed writes")
+            p.add_argument("--outdated", action="store_true", help="stores made by another ntkpipe version")
+            p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+        p.set_defaults(func=cmd_verify if name == "verify" else cmd_clean)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from ntkpipe.errors import ResultError
@@ -54,8 +55,9 @@ def _plain(ds: xr.Dataset) -> xr.Dataset:
 def index_runs(ds: xr.Dataset, source: str | Path = "dataset") -> xr.Dataset:
     """Set the MultiIndex ``run`` = (axis, …) of a runs-layout dataset (others are returned as they are);
     ``source`` names the dataset in the error raised when two runs share every axis value."""
-    if RUN not in ds.dims or RUN in ds.indexes:
+    if RUN not in ds.dims or isinstance(ds.indexes.get(RUN), pd.MultiIndex):
         return ds
+    ds = ds.drop_vars(RUN, errors="ignore")  # a plain numbering of the runs says nothing
     axes = run_axes(ds)
     if len(axes) < 2:
         raise ResultError(f"{source}: a runs-layout dataset needs two or more axis coordinates along 'run', "

@@ -21,7 +21,7 @@ MIB = 2**20
 BASELINE_MB = 1024
 JACOBIAN_BLOCK = 64
 IMAGE_SHAPES = {"digits": (8, 8, 1), "mnist": (28, 28, 1), "cifar10": (32, 32, 3)}
-RUNTIME_MINUTES = {"train": 120, "stage": 120, "aggregate": 15, "plot": 5}
+RUNTIME_MINUTES = {"train": 120, "final": 120, "stage": 120, "aggregate": 15, "plot": 5}
 
 
 def input_shape(data: DataSpec) -> tuple[int, ...]:

@@ -4,33 +4,44 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import jax
 
 from ntkpipe.errors import SpecError
+from ntkpipe.results_dir import planned_stores, set_aside_invalid
 from ntkpipe.study.load import DEFAULT_VARIANT, load_study, variant_names
 from ntkpipe.stages import StageJob
-from ntkpipe.study.plan import RunJob, StudyPlan, plan_study
+from ntkpipe.study.final_items import item_key
+from ntkpipe.study.plan import FinalJob, RunJob, StudyPlan, held_items, plan_finals, plan_study
 
 
 @dataclass
 class WorkflowIndex:
-    """All jobs of the selected studies: run and stage jobs by id, study plans by tag."""
+    """All jobs of the selected studies: run, final and stage jobs by id, study plans by tag."""
 
     results: Path
     plans: dict[str, StudyPlan]
     runs: dict[str, RunJob]
     stages: dict[str, StageJob]
+    finals: dict[str, FinalJob]
+
+    def set_aside_invalid(self) -> list[Path]:
+        """Move the planned stores that exist but fail verification to ``results/.invalid``."""
+        return set_aside_invalid(self.plans.values(), self.results)
 
     def targets(self) -> list[str]:
-        """Every study dataset and figure (the default target)."""
+        """Every study dataset and figure, and every planned run and stage store (the default
+        target): a store that is missing, e.g. set aside as invalid, is made again and so is every
+        job that reads it (were it only an input, Snakemake would not remake a missing store whose
+        readers are up to date)."""
         out = []
         for plan in self.plans.values():
             out.append(str(plan.dataset_path))
             out += [str(p) for p in plan.figure_paths.values()]
-        return out
+        stores = {path for plan in self.plans.values() for path in planned_stores(plan)}
+        return out + sorted(str(p) for p in stores - {plan.dataset_path for plan in self.plans.values()})
 
 
 def spec_files(specs: str | Path, studies: str | list[str] | None = None) -> list[Path]:
@@ -69,9 +80,25 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
         raise SpecError(str(specs), [f"{Path(e.path).name}: {p}" for e in errors for p in e.problems])
     if files and not plans:
         raise SpecError(str(specs), [f"no spec declares the variant {variant!r}"])
-    runs = {r.id: r for plan in plans.values() for r in plan.runs + plan.support_runs}
+    runs = merged_runs([r for plan in plans.values() for r in plan.runs + plan.support_runs])
+    for tag, plan in list(plans.items()):  # a final item that a shared run's training job cannot hold too
+        if any(not {item_key(m) for m in r.finals} <= {item_key(m) for m in runs[r.id].finals} for r in plan.runs):
+            held = lambda job: held_items(job, runs[job.id])  # noqa: E731
+            plans[tag] = replace(plan, finals=plan_finals(plan.runs, results, held))
     stages = {s.id: s for plan in plans.values() for s in plan.stages.values()}
-    return WorkflowIndex(results, plans, runs, stages)
+    finals = {f.id: f for plan in plans.values() for f in plan.finals.values()}
+    return WorkflowIndex(results, plans, runs, stages, finals)
+
+
+def merged_runs(jobs: list[RunJob]) -> dict[str, RunJob]:
+    """One job per run id, computing the final items of every study that has the run (the first of
+    two with one name and different options: one store holds one variable of a name)."""
+    runs: dict[str, RunJob] = {}
+    for job in jobs:
+        first = runs.setdefault(job.id, job)
+        names = {m.name for m in first.finals}
+        runs[job.id] = replace(first, finals=first.finals + tuple(m for m in job.finals if m.name not in names))
+    return runs
 
 
 def configure_jax(results: str | Path) -> None:

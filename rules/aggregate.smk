@@ -1,4 +1,4 @@
-# Run stores -> the study dataset (sweep axes as dimensions, summaries as variables).
+# Run stores and their final stores -> the study dataset (sweep axes as dimensions, summaries as variables).
 import ntkpipe.jobs
 from ntkpipe.resources import runtime_minutes
 from ntkpipe.spec.identity import canonical_json
@@ -7,6 +7,7 @@ from ntkpipe.spec.identity import canonical_json
 rule aggregate:
     input:
         lambda wc: [job.path for job in INDEX.plans[wc.tag].runs],
+        finals=lambda wc: [job.path for job in INDEX.plans[wc.tag].finals.values()],
     output:
         directory(f"{RESULTS}/{{tag}}/{{tag}}.zarr"),
     log:

@@ -3,6 +3,8 @@ sweep; NTK Gram → eigendecomposition → training), incremental reruns, varian
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -148,6 +150,51 @@ def test_case_axis_and_per_point_arrays(workdir, first_run):
     assert np.all(ds["pred_relerr_final"].values < ds["pred_relerr_init"].values)
 
 
+def test_every_variable_and_coordinate_is_described(workdir, first_run):
+    from ntkpipe.measure.registry import TIME_UNITS
+
+    for tag in ("tiny_scaling", "tiny_eigen", "tiny_silent"):
+        ds = xr.open_zarr(workdir / f"results/{tag}/{tag}.zarr")
+        for name in [*ds.data_vars, *ds.coords]:
+            assert ds[name].attrs.get("long_name") and ds[name].attrs.get("description"), (tag, name)
+        assert ds["time"].attrs["units"] == TIME_UNITS == "gradient-flow time t = η₀·step"
+        assert ds.attrs["study"] == tag and ds.attrs["variant"] == "default" and ds.attrs["created"]
+        run = xr.open_zarr(workdir / "results/runs" / f"{ds['run_id'].values.ravel()[0]}.zarr")
+        for name in [*run.data_vars, *run.coords]:
+            assert run[name].attrs.get("long_name") and run[name].attrs.get("description"), (tag, "run", name)
+    ds = xr.open_zarr(workdir / "results/tiny_scaling/tiny_scaling.zarr")
+    assert ds["t_half"].attrs["units"] == TIME_UNITS and ds["t_half"].attrs["long_name"] == "t½"
+    assert ds["sigma"].attrs["long_name"] == "init scale σ" and "model.sigma" in ds["sigma"].attrs["description"]
+    assert "deep linear net" in ds["t_half_theory"].attrs["assumptions"]
+    assert ds["seconds_job"].attrs["units"] == "s"
+    assert json.loads(ds.attrs["run_versions"])  # the runs' versions (their ntkpipe_version without them)
+
+
+def test_theory_residual_is_the_relative_error(workdir, first_run):
+    ds = xr.open_zarr(workdir / "results/tiny_scaling/tiny_scaling.zarr")
+    t_half, theory = ds["t_half"].values, ds["t_half_theory"].values
+    np.testing.assert_allclose(ds["t_half_theory_residual"].values, (theory - t_half) / np.abs(t_half), rtol=1e-12)
+    assert ds["t_half_theory_residual"].attrs["theory_of"] == "t_half"
+    silent = xr.open_zarr(workdir / "results/tiny_silent/tiny_silent.zarr")
+    final = silent["alignment"].isel(time=-1).values
+    np.testing.assert_allclose(silent["alignment_theory_residual"].values,
+                               (silent["alignment_theory"].values - final) / np.abs(final), rtol=1e-12)
+
+
+def test_show_prints_time_series(workdir, first_run, capsys):
+    from ntkpipe.cli import main
+
+    assert main(["show", str(workdir / "results/tiny_scaling/tiny_scaling.zarr")]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if l.startswith("loss — training loss: "))
+    assert re.search(r": [▁▂▃▄▅▆▇█]{20,24} \(log\)  range \[", line), line
+    ds = xr.open_zarr(workdir / "results/tiny_scaling/tiny_scaling.zarr")
+    final = ds["loss"].isel(time=-1).values
+    assert line.endswith(f"final sigma=0.1 {final[0]:.4g}; sigma=0.15 {final[1]:.4g}")
+    assert "t = 0 … 60 [gradient-flow time t = η₀·step]" in out
+    assert "first_layer_alignment — cos(W₁ᵀW₁, ββᵀ): " in out
+
+
 def test_rerun_without_change_does_nothing(workdir, first_run):
     assert run_snakemake(workdir) == []
 
@@ -164,10 +211,25 @@ def test_one_more_sweep_value_runs_only_the_new_run(workdir, first_run):
     assert ds["sigma"].values.tolist() == [0.1, 0.12, 0.15]
 
 
-def test_figure_edit_reruns_only_that_figure(workdir, first_run):
+def test_figure_edit_reruns_no_run(workdir, first_run):
+    """A figure edit rewrites the dataset (its stored spec) and so redraws the study's figures; no run."""
     spec = workdir / "specs" / "tiny_scaling.yaml"
     spec.write_text(spec.read_text().replace("hue: sigma}", "hue: sigma, logx: false}"))
-    assert run_snakemake(workdir) == ["results/tiny_scaling/figures/curves.png"]
+    assert run_snakemake(workdir) == ["results/tiny_scaling/figures/curves.png",
+                                      "results/tiny_scaling/figures/t_half.png",
+                                      "results/tiny_scaling/tiny_scaling.zarr"]
+
+
+def test_title_and_description_edits_keep_the_stored_spec_current(workdir, first_run):
+    spec = workdir / "specs" / "tiny_silent.yaml"
+    dataset = workdir / "results/tiny_silent/tiny_silent.zarr"
+    figures = [f"results/tiny_silent/figures/{f}.png" for f in ("dynamics", "predictions", "spectra")]
+    spec.write_text("description: Silent alignment, tiny\n" + spec.read_text().replace(
+        "col: dataset}\n  - {name: spectra", "col: dataset, title: Tiny predictions}\n  - {name: spectra"))
+    assert run_snakemake(workdir) == figures + ["results/tiny_silent/tiny_silent.zarr"]
+    stored = json.loads(xr.open_zarr(dataset).attrs["study_spec"])
+    assert stored["description"] == "Silent alignment, tiny"
+    assert [f["title"] for f in stored["figures"]] == [None, "Tiny predictions", None]
 
 
 def test_variant_reuses_identical_runs(workdir, first_run):

@@ -1,4 +1,5 @@
-"""The aggregation job: run stores → one study dataset (layouts: :mod:`ntkpipe.layout`).
+"""The aggregation job: run stores (and their final stores) → one study dataset (layouts:
+:mod:`ntkpipe.layout`).
 
 A sweep whose points are the full product of its axes' values is a grid: the axes are dimensions.
 Any other sweep (a union of sub-grids) has one entry per run along ``run``, the axes coordinates
@@ -7,6 +8,8 @@ so series share the union of the runs' checkpoint times (NaN where a run has non
 series or scalar that no run recorded is NaN. Study summaries (power-law and log-law fits, phases)
 are variables over their ``by`` axes (grid), or along ``run`` with each run holding its group's value
 (runs: ``ds.t_half_exponent.groupby("depth").first()``); a group without finite data gives NaN.
+Theory residuals are added per run (:mod:`ntkpipe.jobs.residuals`); every variable and coordinate is
+described and the dataset carries its provenance (:mod:`ntkpipe.jobs.describe`).
 """
 
 from __future__ import annotations
@@ -18,46 +21,61 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ntkpipe.jobs.describe import describe, provenance
+from ntkpipe.jobs.residuals import theory_residuals
+from ntkpipe.jobs.run_dataset import run_dataset
 from ntkpipe.layout import RUN, axis_order, is_full_grid, sub_grid
 from ntkpipe.measure.fits import FITS
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.plots.style import final_value
 from ntkpipe.study.plan import StudyPlan
 from ntkpipe.theory import phases
-from ntkpipe.store import read_store, write_store
+from ntkpipe.store import write_store
 
 
 def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     """Merge the run stores of ``plan`` into ``out``."""
     study = plan.study
     axes = study.axes
-    pieces = []
+    pieces, run_attrs = [], []
     for job in plan.runs:
-        ds = read_store(job.path, expect_id=job.id).load().drop_vars(["step", "epoch"]).drop_attrs()
+        ds = run_dataset(job, plan.finals.get(job.id)).drop_vars(["step", "epoch"])
+        run_attrs.append(ds.attrs)
+        ds = ds.drop_attrs()
         ds["run_id"] = job.id
         pieces.append(ds)
     layout = _grid if is_full_grid(axes, study.points) else _runs
-    merged = layout(pieces, axes, study.points)
-    merged = _declared(merged, {m.name for run in study.runs for m in run.measure})
-    for dim in axes:  # which spec key a dimension is (``gamma`` may be data.gamma or model.gamma)
+    merged = _declared(layout(pieces, axes, study.points), {m.name for run in study.runs for m in run.measure})
+    merged = study_variables(merged, study)
+    totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}
+    merged.attrs.update(provenance(study, run_attrs), seconds=json.dumps(totals))
+    return write_store(merged, out, config=plan.aggregate_config(), store_id=plan.tag)
+
+
+def axis_coords(axes: list[str], points: list[dict]) -> dict[str, list]:
+    """Each axis' values in order of first appearance, numbers sorted ascending."""
+    return {a: axis_order([p[a] for p in points]) for a in axes}
+
+
+def study_variables(merged: xr.Dataset, study) -> xr.Dataset:
+    """The runs merged (either layout), with each axis' spec key (attr ``axis``), the study's
+    summaries and theory residuals added, and every variable and coordinate described."""
+    for dim in study.axes:  # which spec key a dimension is (``gamma`` may be data.gamma or model.gamma)
         merged[dim].attrs["axis"] = study.axis_keys.get(dim, dim)
     for summary in study.spec.summaries:
         if summary.kind == "predicted_phase":
             merged = merged.merge(predicted_phases(study, summary, merged))
         else:
             merged = merged.merge(summary_variables(merged, summary))
-    totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}
-    merged.attrs.update(study=study.name, variant=study.variant, spec_path=str(study.path),
-                        study_spec=json.dumps(study.spec.model_dump(mode="json"), sort_keys=True),
-                        seconds=json.dumps(totals))
-    return write_store(merged, out, config=plan.aggregate_config(), store_id=plan.tag)
+    residuals = theory_residuals(merged).drop_vars(RUN, errors="ignore")  # no numbering of the runs
+    return describe(merged.merge(residuals), study)
 
 
 def _grid(pieces: list[xr.Dataset], axes: list[str], points: list[dict]) -> xr.Dataset:
     """The grid layout: every run at its point of the axes' product."""
     merged = xr.merge([ds.expand_dims({a: [point[a]] for a in axes}) for ds, point in zip(pieces, points)],
                       join="outer", compat="no_conflicts", combine_attrs="drop")
-    merged = merged.reindex({a: axis_order([p[a] for p in points]) for a in axes})
+    merged = merged.reindex(axis_coords(axes, points))
     merged["run_id"] = merged["run_id"].fillna("").astype(str)
     return merged
 

@@ -6,17 +6,20 @@ import time
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 from ntkpipe.errors import ResultError
+from ntkpipe.jobs.describe import describe
+from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
 from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, RunContext
-from ntkpipe.measure.registry import REGISTRY, VARIABLES
+from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.models import learning_rate_scale, run_keys
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.spec.schema import KERNEL_KINDS, REFERENCE_KINDS
 from ntkpipe.stages import run_context
 from ntkpipe.store import write_store
+from ntkpipe.study.final_items import FINAL_ITEMS_ATTR, final_items_attr
 from ntkpipe.study.plan import RunJob
+from ntkpipe.train.final_state import state_variables
 from ntkpipe.train.kernel_dynamics import KernelStart, evolve_kernel
 from ntkpipe.train.loop import Trajectory, train
 
@@ -70,38 +73,26 @@ def _evolve(job: RunJob, run: RunContext) -> Trajectory:
                  lr_scale=learning_rate_scale(spec.model))
 
 
-def _variable(name: str, value, n_time: int) -> tuple[tuple[str, ...], np.ndarray]:
-    """(dims, values) of a measured variable, checked against the dims the registry declares."""
-    dims = VARIABLES[name].dims
-    value = np.asarray(value)
-    if value.ndim != len(dims) or ("time" in dims and value.shape[0] != n_time):
-        raise ValueError(f"measurement variable {name!r} has shape {value.shape}, expected dims {dims}")
-    return dims, value
-
-
 def train_run(job: RunJob, out: str | Path) -> Path:
-    """Train one run and write its store: series over ``time``, final measurements, timings.
-
-    Dimensions other than ``time`` (``test_point``, ``mode``, …) are indexed from 1.
-    """
+    """Train one run and write its store: series over ``time``, the final measurements ``job.finals``
+    (listed in the attribute ``final_items``), the final state they are computed from (so that a
+    final job can add others, :mod:`ntkpipe.train.final_state`), timings; every variable and
+    coordinate carries its CF attrs (:func:`ntkpipe.jobs.describe.describe`)."""
     tic = time.perf_counter()
     spec = job.spec
     run = run_context(spec, job.stage_paths)
     traj = _evolve(job, run)
-    requested = {v.name for m in spec.measure for v in REGISTRY[m.name].variables}
-    values = {k: v for k, v in traj.series.items() if k in requested}
+    series = checkpoint_variables(spec)
+    values = {k: v for k, v in traj.series.items() if k in series}
     tic_final = time.perf_counter()
-    if not traj.diverged:
-        for item in spec.measure:
-            m = REGISTRY[item.name]
-            if m.when == "final" and not (m.where_applicable and m.unmet(spec)):
-                values.update(m.compute(run, traj, item))
+    values.update(final_values(run, traj, job.finals))
     seconds_final = time.perf_counter() - tic_final
-    ds = xr.Dataset({name: _variable(name, value, len(traj.steps)) for name, value in values.items()},
-                    coords={"time": traj.time, "step": ("time", traj.steps), "epoch": ("time", traj.epoch)})
-    ds = ds.assign_coords({d: np.arange(1, ds.sizes[d] + 1) for d in ds.dims if d not in ds.coords})
+    ds = measured_dataset(values, traj)
+    for name, variable in state_variables(traj).items():
+        ds[name] = variable
     ds["diverged"] = int(traj.diverged)
     ds["seconds_train"] = traj.seconds["train"]
     ds["seconds_measure"] = traj.seconds["measure"] + seconds_final
     ds["seconds_job"] = time.perf_counter() - tic
-    return write_store(ds, out, config=job.config, store_id=job.id)
+    ds.attrs[FINAL_ITEMS_ATTR] = final_items_attr(job.finals)
+    return write_store(describe(ds), out, config=job.config, store_id=job.id)

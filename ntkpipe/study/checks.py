@@ -34,10 +34,11 @@ def resolved_measure(spec: StudySpec) -> list[MeasureItem]:
     return out
 
 
-def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict], scalings: list | None = None) -> list[Problem]:
+def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict], scalings: list | None = None,
+                   data_files: bool = True) -> list[Problem]:
     return (_measure_problems(spec, runs, points) + _reference_problems(spec, runs) + _stage_problems(spec, runs)
             + _summary_problems(spec, points, runs, scalings or [None] * len(runs))
-            + _figure_problems(spec, points) + _data_file_problems(runs))
+            + _figure_problems(spec, points) + (_data_file_problems(runs) if data_files else []))
 
 
 def _data_file_problems(runs: list[RunSpec]) -> list[Problem]:

@@ -27,7 +27,7 @@ from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with
 
 DEFAULT_VARIANT = "default"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
-RESERVED_NAMES = ("runs", "stages")  # results/runs and results/stages hold the shared stores
+RESERVED_NAMES = ("runs", "stages", "finals")  # results/runs, results/stages and results/finals hold the shared stores
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,9 @@ def variant_names(path: str | Path) -> list[str]:
     return [DEFAULT_VARIANT] + (list(variants) if isinstance(variants, dict) else [])
 
 
-def load_study(path: str | Path, variant: str = DEFAULT_VARIANT) -> Study:
-    """Validate ``path`` for ``variant``; raise SpecError listing every problem found."""
+def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, *, data_files: bool = True) -> Study:
+    """Validate ``path`` for ``variant``; raise SpecError listing every problem found. Without
+    ``data_files`` the local MNIST/CIFAR-10 files are not checked (enough to plan run ids)."""
     path = Path(path)
     if not path.is_file():
         raise SpecError(str(path), ["no such file"])
@@ -104,7 +105,7 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT) -> Study:
         problems.append(f"{where(('sweep',))}: {err}")
     if points:  # with a broken sweep, axis references cannot be checked
         problems += [f"{where(key_path)}: {msg}"
-                     for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings)]
+                     for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings, data_files)]
     if problems:
         raise SpecError(str(path), _by_line(problems))
     return Study(path.stem, variant, path, spec, valid_points, runs, axis_keys, scalings)

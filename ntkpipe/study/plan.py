@@ -3,37 +3,57 @@
 Layout under ``results/`` (``tag`` = study name, or ``<study>-<variant>`` for a named variant):
 
     runs/<run id>.zarr                      one training run (shared by every study that has it)
+    finals/<final id>.zarr                  final measurements added to a run store that lacks them
     stages/<compute>/<stage id>.zarr        e.g. stages/ntk_gram/…, stages/eigendecomposition/…
     <tag>/<tag>.zarr                        the study dataset (sweep axes as dimensions)
     <tag>/figures/<figure>.png
 
 Run and stage ids are content hashes of what the job computes (:mod:`ntkpipe.spec.identity`), so
-identical runs are made once and any change makes a new id; the aggregation and figure jobs carry
-their own slice of the spec as their config.
+identical runs are made once and any change makes a new id; a run's id leaves out its final
+measurements (:mod:`ntkpipe.study.final_items`), so adding one never retrains: the training job
+computes those asked for when it runs, a final job those its existing store lacks. The aggregation
+and figure jobs carry their own slice of the spec as their config.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from ntkpipe.spec.identity import canonical, content_id
 from ntkpipe.spec.paths import get_path
-from ntkpipe.spec.schema import REFERENCE_KINDS, RunSpec
+from ntkpipe.spec.schema import REFERENCE_KINDS, MeasureItem, RunSpec
 from ntkpipe.stages import REFERENCES, STAGES, StageJob
+from ntkpipe.study.final_items import is_final, item_config, item_key, run_final_items, stored_final_items
 from ntkpipe.study.load import DEFAULT_VARIANT, Study
 
 
 @dataclass(frozen=True)
 class RunJob:
     """A training run: ``stage_paths`` maps what each stage provides to the store it reads, and
-    ``reference`` to the store of the trained network a kernel kind reads (``akgd``, ``ofe_fit``)."""
+    ``reference`` to the store of the trained network a kernel kind reads (``akgd``, ``ofe_fit``).
+    ``config`` (what ``id`` hashes) leaves out the final measurements; ``finals`` are those the
+    training job computes."""
 
     id: str
     spec: RunSpec
     config: dict
     path: Path
     stage_paths: dict[str, Path] = field(default_factory=dict)
+    finals: tuple[MeasureItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class FinalJob:
+    """Final measurements ``items`` of a trained run whose store lacks them, computed from that
+    store; ``id`` hashes ``config``: the run's id and the items."""
+
+    id: str
+    run: RunJob
+    items: tuple[MeasureItem, ...]
+    config: dict
+    path: Path
 
 
 @dataclass(frozen=True)
@@ -46,15 +66,21 @@ class StudyPlan:
     figure_paths: dict[str, Path]
     support_runs: list[RunJob] = field(default_factory=list)
     """Network runs that kernel kinds read but the sweep does not list (not in the study dataset)."""
+    finals: dict[str, FinalJob] = field(default_factory=dict)
+    """By run id: the final job of each run whose store lacks some of the study's final items."""
 
     def aggregate_config(self) -> dict:
-        """What the study dataset depends on besides its run stores."""
+        """What the study dataset depends on besides its run stores, and a hash of the whole resolved
+        spec, which the dataset stores (``study_spec``): editing a title or a description rewrites the
+        dataset (and so redraws the study's figures), never a run."""
         spec = self.study.spec
         return canonical({"tag": self.tag, "axes": self.study.axes, "points": self.study.points,
                           "runs": [r.id for r in self.runs],
                           "summaries": [s.model_dump(mode="json") for s in spec.summaries],
+                          "finals": [item_config(m) for m in self.study.runs[0].measure if is_final(m)],
                           **({"scalings": [s.model_dump(mode="json") if s else None for s in self.study.scalings]}
-                             if spec.scaling is not None else {})})
+                             if spec.scaling is not None else {}),
+                          "spec": content_id(spec.model_dump(mode="json"))})
 
     def figure_config(self, name: str) -> dict:
         fig = next(f for f in self.study.spec.figures if f.name == name)
@@ -78,10 +104,32 @@ def plan_study(study: Study, results: str | Path = "results") -> StudyPlan:
             network = job.spec.model_copy(update={"model": job.spec.model.model_copy(update={"kind": "network"})})
             ref = _plan_run(study, network, results, stages)
             if ref.id not in listed:
-                support.setdefault(ref.id, ref)
+                support.setdefault(ref.id, replace(ref, finals=()))
             runs[i] = replace(job, stage_paths={**job.stage_paths, "reference": ref.path})
     figures = {f.name: results / tag / "figures" / f"{f.name}.png" for f in study.spec.figures}
-    return StudyPlan(study, tag, runs, stages, results / tag / f"{tag}.zarr", figures, list(support.values()))
+    finals = plan_finals(runs, results, lambda job: held_items(job, job))
+    return StudyPlan(study, tag, runs, stages, results / tag / f"{tag}.zarr", figures, list(support.values()), finals)
+
+
+def held_items(job: RunJob, trainer: RunJob) -> frozenset[str]:
+    """Keys of the final items ``job``'s store holds or, if it has none yet, that ``trainer`` (the
+    job that will make it: ``job`` merged with the other studies' requests) computes."""
+    stored = stored_final_items(job.path, job.id)
+    return stored if stored is not None else frozenset(item_key(m) for m in trainer.finals)
+
+
+def plan_finals(runs: list[RunJob], results: Path, held: Callable[[RunJob], frozenset[str]]) -> dict[str, FinalJob]:
+    """The final job of each run whose store lacks some of its ``finals`` (``held(job)``: the keys of
+    the items it holds, see :func:`held_items`)."""
+    out = {}
+    for job in runs:
+        have = held(job)
+        missing = tuple(m for m in job.finals if item_key(m) not in have)
+        if missing:
+            config = canonical({"run": job.id, "measure": [item_config(m) for m in missing]})
+            final_id = content_id(config)
+            out[job.id] = FinalJob(final_id, job, missing, config, results / "finals" / f"{final_id}.zarr")
+    return out
 
 
 def _plan_run(study: Study, run: RunSpec, results: Path, stages: dict[str, StageJob]) -> RunJob:
@@ -96,8 +144,10 @@ def _plan_run(study: Study, run: RunSpec, results: Path, stages: dict[str, Stage
         job = _plan_stage(study, node["stage"], run, config, data_inputs, results, stages)
         node["stage"] = job.id
         stage_paths[provides] = job.path
+    config["measure"] = [m for m in config["measure"] if not is_final(m)]
     run_id = content_id(config)
-    return RunJob(run_id, run, canonical(config), results / "runs" / f"{run_id}.zarr", stage_paths)
+    return RunJob(run_id, run, canonical(config), results / "runs" / f"{run_id}.zarr", stage_paths,
+                  run_final_items(run))
 
 
 def _stage_reference(config: dict, section: tuple[str, ...]) -> dict | None:

@@ -64,6 +64,11 @@ def checkpoint_steps(spec: CheckpointSpec, total: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], grid, [total]]))
 
 
+def cast_floats(model: eqx.Module, dtype) -> eqx.Module:
+    """``model`` with every floating-point array in ``dtype`` (the training dtype)."""
+    return jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, model)
+
+
 @dataclass
 class Trajectory:
     """What a training run records: checkpoint steps, measured series, divergence and timings."""
@@ -148,7 +153,7 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
     y = jnp.asarray(y_train, dtype)
     if spec.batch_size is not None and spec.batch_size > x.shape[0]:
         raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {x.shape[0]} training points")
-    model = jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, model)
+    model = cast_floats(model, dtype)
     total = total_steps(spec, x.shape[0])
     ckpts = checkpoint_steps(spec.checkpoints, total)
     last = len(ckpts) - 1

@@ -1,0 +1,83 @@
+"""How close each theory is to the measurement it predicts, per run of a study dataset.
+
+Every registered theory variable names the measured variable it predicts (``theory_of``). For each
+such pair a dataset holds, ``<theory>_residual`` is the signed relative error per run (and per entry
+of the theory's own dimensions besides ``time``, e.g. per ``mode``):
+
+* scalar theory: (theory − measured) / |measured|, with a measured series read at its last finite
+  value (e.g. ``alignment_theory`` against the final alignment);
+* series theory: (theory − measured)(t*) / max_t |measured(t)|, at the time t* of the largest
+  |theory − measured|, over the checkpoints where both are finite. Dividing by the curve's scale
+  instead of |measured(t*)| keeps it finite where the measurement crosses 0 (r(t), growths).
+
+It is NaN where the theory is (runs outside its assumptions) or the measurement's scale is 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ntkpipe.measure.registry import VARIABLES, variable_attrs
+from ntkpipe.plots.style import final_value
+
+SUFFIX = "_residual"
+
+
+def residual_name(theory: str) -> str:
+    return f"{theory}{SUFFIX}"
+
+
+def residual_attrs(name: str) -> dict[str, str] | None:
+    """Attrs of ``<theory>_residual`` (None if ``name`` is not the residual of a registered theory)."""
+    theory = name.removesuffix(SUFFIX)
+    if name == theory or theory not in VARIABLES or not VARIABLES[theory].theory_of:
+        return None
+    variable = VARIABLES[theory]
+    measured = variable.theory_of + "".join(f"[{d}={i}]" for d, i in variable.theory_at)
+    how = ("(theory − measured)(t*) / max_t |measured| at the time t* of the largest |theory − measured|"
+           if "time" in variable.dims else
+           "(theory − measured) / |measured|" + (", measured at its last finite time"
+                                                 if "time" in VARIABLES[variable.theory_of].dims else ""))
+    return {"long_name": f"relative residual of {variable.label}",
+            "description": f"{theory} against {measured} per run: {how}; NaN where the theory is",
+            "theory_of": variable.theory_of, "assumptions": variable_attrs(theory)["assumptions"]}
+
+
+def theory_residuals(ds: xr.Dataset) -> xr.Dataset:
+    """``<theory>_residual`` for every theory variable of ``ds`` whose measured variable it also holds."""
+    out = {}
+    for name in ds.data_vars:
+        variable = VARIABLES.get(name)
+        if variable is None or variable.theory_of not in ds.data_vars:
+            continue
+        measured = ds[variable.theory_of]
+        at = {d: i for d, i in variable.theory_at if d in measured.dims}
+        measured = measured.sel(at, drop=True)
+        theory = ds[name].astype(np.float64)
+        if "time" in theory.dims:
+            out[residual_name(name)] = _series_residual(theory, measured.astype(np.float64))
+        else:
+            reference = final_value(measured).astype(np.float64)
+            out[residual_name(name)] = _relative(theory - reference, abs(reference))
+    return xr.Dataset(out)
+
+
+def _relative(difference: xr.DataArray, scale: xr.DataArray) -> xr.DataArray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (difference / scale).where(scale > 0)
+
+
+def _series_residual(theory: xr.DataArray, measured: xr.DataArray) -> xr.DataArray:
+    theory, measured = xr.broadcast(theory, measured)
+    theory, measured = theory.transpose(..., "time"), measured.transpose(..., "time")
+    difference = (theory - measured).values
+    both = np.isfinite(difference)
+    worst = np.argmax(np.where(both, np.abs(difference), -1.0), axis=-1)[..., None]
+    at_worst = np.take_along_axis(difference, worst, axis=-1)[..., 0]
+    scale = np.max(np.where(both, np.abs(measured.values), -1.0), axis=-1)
+    dims = theory.dims[:-1]
+    coords = {d: theory[d] for d in dims}
+    residual = _relative(xr.DataArray(at_worst, dims=dims, coords=coords),
+                         xr.DataArray(scale, dims=dims, coords=coords))
+    return residual.where(xr.DataArray(both.any(-1), dims=dims, coords=coords))

@@ -1,0 +1,55 @@
+"""A run's final state as its store keeps it, and the trajectory rebuilt from that store.
+
+A network run stores its final trainable parameters as one flat vector ``final_params`` over
+``parameter`` (in the training dtype, the order of ``ravel_pytree``); a kernel kind, which has no
+parameters, stores the numbers its dynamics yields as ``dynamics_<name>`` (e.g. the OFE's γ). With
+the store's checkpoint series and times this is all a final measurement reads of a trajectory, so a
+final measurement added later is computed from the store, without retraining, to the same values.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+from jax.flatten_util import ravel_pytree
+
+from ntkpipe.models import trainable
+from ntkpipe.train.loop import Trajectory, cast_floats
+
+PARAMS = "final_params"
+DYNAMICS_PREFIX = "dynamics_"
+
+
+def is_state_variable(name: str) -> bool:
+    """Whether ``name`` is a variable of the saved final state (not a measurement)."""
+    return name == PARAMS or name.startswith(DYNAMICS_PREFIX)
+
+
+def state_variables(traj: Trajectory) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+    """(dims, values) of what a run store keeps of ``traj``'s final state."""
+    out = {f"{DYNAMICS_PREFIX}{k}": ((), np.asarray(v, np.float64)) for k, v in traj.finals.items()}
+    if traj.model is not None:
+        out[PARAMS] = (("parameter",), np.asarray(ravel_pytree(trainable(traj.model)[0])[0]))
+    return out
+
+
+def restored_model(model0: eqx.Module, params: np.ndarray, dtype) -> eqx.Module:
+    """The trained model: ``model0`` cast to the training ``dtype`` as training casts it, with the
+    trainable arrays of the flat vector ``params``."""
+    diff, static = trainable(cast_floats(model0, dtype))
+    _, unravel = ravel_pytree(diff)
+    return eqx.combine(unravel(jnp.asarray(params)), static)
+
+
+def stored_trajectory(store: xr.Dataset, series: set[str], model0: eqx.Module, dtype) -> Trajectory:
+    """The trajectory a run store records: checkpoints, the ``series`` it holds of those named,
+    divergence, the final model rebuilt onto ``model0`` from ``final_params`` (None if the store has
+    none: kernel kinds) and the dynamics' numbers."""
+    series = {name: store[name].values for name in store.data_vars if name in series}
+    model = restored_model(model0, store[PARAMS].values, dtype) if PARAMS in store else None
+    finals = {name.removeprefix(DYNAMICS_PREFIX): float(store[name]) for name in store.data_vars
+              if name.startswith(DYNAMICS_PREFIX)}
+    return Trajectory(steps=store["step"].values, time=store["time"].values, epoch=store["epoch"].values,
+                      series=series, diverged=bool(int(store["diverged"])), model=model, finals=finals)
