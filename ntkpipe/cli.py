@@ -15,7 +15,7 @@ from ntkpipe.layout import RUN, open_dataset, sub_grid
 from ntkpipe.show import series_lines
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
-from ntkpipe.store import read_store, verify_store
+from ntkpipe.store import verify_store
 
 
 def _state(path: Path, expect_id: str) -> tuple[str, str]:
