@@ -15,6 +15,7 @@ __version__ = "0.2.0"
 from ntkpipe.data import Dataset, load_dataset  # noqa: E402
 from ntkpipe.errors import DataFileError, NtkpipeError, ResultError, SpecError  # noqa: E402
 from ntkpipe.jobs import train_run  # noqa: E402
+from ntkpipe.layout import open_dataset  # noqa: E402
 from ntkpipe.models import CNN, MLP, Linearized, build_model  # noqa: E402
 from ntkpipe.ntk import NtkImplementation, empirical_ntk, flatten_gram, jacobian_alignment  # noqa: E402
 from ntkpipe.study.load import load_study  # noqa: E402
@@ -38,6 +39,7 @@ __all__ = [
     "jacobian_alignment",
     "load_dataset",
     "load_study",
+    "open_dataset",
     "plan_study",
     "read_store",
     "train",

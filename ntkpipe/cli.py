@@ -11,11 +11,12 @@ from pathlib import Path
 
 from ntkpipe import results_dir
 from ntkpipe.errors import NtkpipeError, SpecError
+from ntkpipe.layout import RUN, open_dataset, sub_grid
 from ntkpipe.show import series_lines
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
 from ntkpipe.study.size import MAX_RUNS_DEFAULT, MAX_RUNS_ENV
-from ntkpipe.store import read_store, verify_store
+from ntkpipe.store import verify_store
 
 
 def _state(path: Path, expect_id: str) -> tuple[str, str]:
@@ -69,8 +70,12 @@ def cmd_plan(args) -> int:
 
 
 def cmd_show(args) -> int:
-    ds = read_store(args.store)
+    ds = open_dataset(args.store)
     print(ds)
+    if RUN in ds.dims:
+        axes = list(ds.indexes[RUN].names)
+        print(f"\n{ds.sizes[RUN]} runs along '{RUN}' (a union of sub-grids), indexed by ({', '.join(axes)}): "
+              f"select a sub-grid with ds.sel({axes[0]}=...), its grid with .unstack('{RUN}')")
     attrs = ds.attrs
     print(f"\nid {attrs['id']}, made by ntkpipe {attrs.get('ntkpipe_version')} on {attrs.get('created')}")
     if "versions" in attrs:
@@ -86,7 +91,7 @@ def cmd_show(args) -> int:
             values = ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in var.values.ravel().tolist())
             dims = f" over {var.dims[0]}={ds[var.dims[0]].values.tolist()}" if var.ndim else ""
             print(f"{name}{dims}: {values}")
-    for line in series_lines(ds.load()):
+    for line in series_lines(sub_grid(ds).load()):  # per sweep point, in either layout
         print(line)
     return 0
 

@@ -28,6 +28,6 @@ class Progress:
 
     def close(self, *, diverged: bool = False) -> None:
         if self.printed or diverged:
-            status = "diverged (non-finite loss)" if diverged else "done"
+            status = "diverged (loss non-finite or exploded)" if diverged else "done"
             print(f"[{self.label}] {status} in {time.perf_counter() - self.start:.1f}s",
                   file=self.stream, flush=True)

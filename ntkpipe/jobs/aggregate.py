@@ -1,12 +1,15 @@
-"""The aggregation job: run stores (and their final stores) → one study dataset with the sweep axes
-as dimensions.
+"""The aggregation job: run stores (and their final stores) → one study dataset (layouts:
+:mod:`ntkpipe.layout`).
 
-Points of the sweep fill a grid over the axes' values (a union of sub-grids leaves NaN where no run
-exists); other dimensions (``time``, ``test_point``, …) are outer-joined, so series share the union
-of the runs' checkpoint times (NaN where a run has none). Study summaries (power-law and log-law
-fits, phases) are added as variables over their ``by`` axes, theory residuals per run
-(:mod:`ntkpipe.jobs.residuals`); every variable and coordinate is described and the dataset carries its
-provenance (:mod:`ntkpipe.jobs.describe`).
+A sweep whose points are the full product of its axes' values is a grid: the axes are dimensions.
+Any other sweep (a union of sub-grids) has one entry per run along ``run``, the axes coordinates
+along it, so no variable has holes. Other dimensions (``time``, ``test_point``, …) are outer-joined,
+so series share the union of the runs' checkpoint times (NaN where a run has none). A requested
+series or scalar that no run recorded is NaN. Study summaries (power-law and log-law fits, phases)
+are variables over their ``by`` axes (grid), or along ``run`` with each run holding its group's value
+(runs: ``ds.t_half_exponent.groupby("depth").first()``); a group without finite data gives NaN.
+Theory residuals are added per run (:mod:`ntkpipe.jobs.residuals`); every variable and coordinate is
+described and the dataset carries its provenance (:mod:`ntkpipe.jobs.describe`).
 """
 
 from __future__ import annotations
@@ -21,22 +24,13 @@ import xarray as xr
 from ntkpipe.jobs.describe import describe, provenance
 from ntkpipe.jobs.residuals import theory_residuals
 from ntkpipe.jobs.run_dataset import run_dataset
+from ntkpipe.layout import RUN, axis_order, is_full_grid, sub_grid
 from ntkpipe.measure.fits import FITS
+from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.plots.style import final_value
 from ntkpipe.study.plan import StudyPlan
 from ntkpipe.theory import phases
 from ntkpipe.store import write_store
-
-
-def axis_coords(axes: list[str], points: list[dict]) -> dict[str, list]:
-    """Each axis' values in order of first appearance, numbers sorted ascending."""
-    coords = {}
-    for a in axes:
-        values = list(dict.fromkeys(p[a] for p in points))
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            values = sorted(values)
-        coords[a] = values
-    return coords
 
 
 def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
@@ -44,58 +38,102 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     study = plan.study
     axes = study.axes
     pieces, run_attrs = [], []
-    for job, point in zip(plan.runs, study.points):
+    for job in plan.runs:
         ds = run_dataset(job, plan.finals.get(job.id)).drop_vars(["step", "epoch"])
         run_attrs.append(ds.attrs)
         ds = ds.drop_attrs()
         ds["run_id"] = job.id
-        pieces.append(ds.expand_dims({a: [point[a]] for a in axes}))
-    merged = xr.merge(pieces, join="outer", compat="no_conflicts", combine_attrs="drop")
-    merged = merged.reindex(axis_coords(axes, study.points))
-    merged["run_id"] = merged["run_id"].fillna("").astype(str)
+        pieces.append(ds)
+    layout = _grid if is_full_grid(axes, study.points) else _runs
+    merged = _declared(layout(pieces, axes, study.points), {m.name for run in study.runs for m in run.measure})
     merged = study_variables(merged, study)
     totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}
     merged.attrs.update(provenance(study, run_attrs), seconds=json.dumps(totals))
     return write_store(merged, out, config=plan.aggregate_config(), store_id=plan.tag)
 
 
+def axis_coords(axes: list[str], points: list[dict]) -> dict[str, list]:
+    """Each axis' values in order of first appearance, numbers sorted ascending."""
+    return {a: axis_order([p[a] for p in points]) for a in axes}
+
+
 def study_variables(merged: xr.Dataset, study) -> xr.Dataset:
-    """The runs merged over the sweep axes, with each axis' spec key (attr ``axis``), the study's
+    """The runs merged (either layout), with each axis' spec key (attr ``axis``), the study's
     summaries and theory residuals added, and every variable and coordinate described."""
     for dim in study.axes:  # which spec key a dimension is (``gamma`` may be data.gamma or model.gamma)
         merged[dim].attrs["axis"] = study.axis_keys.get(dim, dim)
     for summary in study.spec.summaries:
         if summary.kind == "predicted_phase":
-            merged = merged.merge(predicted_phases(study, summary))
+            merged = merged.merge(predicted_phases(study, summary, merged))
         else:
             merged = merged.merge(summary_variables(merged, summary))
-    return describe(merged.merge(theory_residuals(merged)), study)
+    residuals = theory_residuals(merged).drop_vars(RUN, errors="ignore")  # no numbering of the runs
+    return describe(merged.merge(residuals), study)
 
 
-def _groups(ds: xr.Dataset, by: list[str]):
-    """(coordinates, selection) for every combination of the ``by`` axes' values."""
-    coords = {a: ds[a].values for a in by}
-    for combo in itertools.product(*coords.values()):
-        yield combo, dict(zip(by, combo))
+def _grid(pieces: list[xr.Dataset], axes: list[str], points: list[dict]) -> xr.Dataset:
+    """The grid layout: every run at its point of the axes' product."""
+    merged = xr.merge([ds.expand_dims({a: [point[a]] for a in axes}) for ds, point in zip(pieces, points)],
+                      join="outer", compat="no_conflicts", combine_attrs="drop")
+    merged = merged.reindex(axis_coords(axes, points))
+    merged["run_id"] = merged["run_id"].fillna("").astype(str)
+    return merged
+
+
+def _runs(pieces: list[xr.Dataset], axes: list[str], points: list[dict]) -> xr.Dataset:
+    """The runs layout: the runs along ``run`` in sweep order, each axis a coordinate along it (the
+    stores' encodings dropped: an integer variable some runs lack becomes float with NaN)."""
+    merged = xr.concat([ds.drop_encoding().expand_dims(RUN) for ds in pieces], dim=RUN, data_vars="all",
+                       coords="minimal", compat="equals", join="outer", combine_attrs="drop")
+    return merged.assign_coords({a: (RUN, [p[a] for p in points]) for a in axes})
+
+
+def _declared(ds: xr.Dataset, measurements: set[str]) -> xr.Dataset:
+    """``ds`` with every requested scalar or series that no run recorded as NaN (e.g. final measurements
+    when every run diverged), so summaries and figures see NaN instead of a missing variable."""
+    template = xr.full_like(ds["run_id"], np.nan, dtype=float)
+    for name in sorted(measurements):
+        for var in REGISTRY[name].variables:
+            if var.name not in ds and set(var.dims) <= set(ds.dims) & {"time"}:
+                ds[var.name] = template.expand_dims(time=ds["time"]).transpose(..., "time") if var.dims else template
+    return ds
+
+
+def _group_keys(ds: xr.Dataset, by: list[str]) -> list[tuple]:
+    """Every combination of the ``by`` axes' values (grid), or every one that has runs, in run order (runs)."""
+    if not by:
+        return [()]
+    if RUN in ds.dims:
+        return list(dict.fromkeys(zip(*(ds[a].values.tolist() for a in by))))
+    return list(itertools.product(*(ds[a].values.tolist() for a in by)))
 
 
 def _over(by: list[str], ds: xr.Dataset, name: str, values: list, dtype=None) -> xr.DataArray:
-    shape = [ds.sizes[a] for a in by]
-    array = np.array(values, dtype=dtype).reshape(shape) if by else np.array(values[0], dtype=dtype)
-    return xr.DataArray(array, dims=by, coords={a: ds[a].values for a in by}, name=name)
+    """One value per group of :func:`_group_keys` as a variable: over the ``by`` dims (grid), or along
+    ``run``, each run holding its group's value (runs); a scalar without ``by``."""
+    values = np.array(values, dtype=dtype)
+    if not by:
+        return xr.DataArray(values[0], name=name)
+    if RUN in ds.dims:
+        index = {key: i for i, key in enumerate(_group_keys(ds, by))}
+        return xr.DataArray(values[[index[k] for k in zip(*(ds[a].values.tolist() for a in by))]], dims=RUN,
+                            name=name)
+    return xr.DataArray(values.reshape([ds.sizes[a] for a in by]), dims=by, coords={a: ds[a].values for a in by},
+                        name=name)
 
 
 def summary_variables(ds: xr.Dataset, summary) -> xr.Dataset:
     """``endpoints``: ``<name>`` over ``checkpoint`` = [init, end]; fits: ``<name>`` (the fitted
-    exponent/slope) and ``<name>_stderr``; ``measured_phase``: ``<name>`` (strings); each over the
-    ``by`` axes."""
+    exponent/slope, NaN with fewer than 3 finite points) and ``<name>_stderr``; ``measured_phase``:
+    ``<name>`` (strings); each per group of the ``by`` axes (:func:`_over`), computed on its sub-grid."""
     if summary.kind == "endpoints":
         series = ds[summary.y]
         table = xr.concat([series.isel(time=0, drop=True), final_value(series)], dim="checkpoint")
         return xr.Dataset({summary.name: table.assign_coords(checkpoint=["init", "end"])})
     by = summary.by_axes
+    groups = [sub_grid(ds, dict(zip(by, key))) for key in _group_keys(ds, by)]
     if summary.kind == "measured_phase":
-        phases = [measured_phase(ds.sel(sel), summary) for _, sel in _groups(ds, by)]
+        phases = [measured_phase(sub, summary) for sub in groups]
         return xr.Dataset({summary.name: _over(by, ds, summary.name, phases, dtype=object).astype(str)})
     fit = FITS[summary.kind]
 
@@ -105,7 +143,7 @@ def summary_variables(ds: xr.Dataset, summary) -> xr.Dataset:
         slope, _, stderr = fit(x, sub[summary.y].values)
         return slope, stderr
 
-    values = [one(ds.sel(sel)) for _, sel in _groups(ds, by)]
+    values = [one(sub) for sub in groups]
     return xr.Dataset({summary.name: _over(by, ds, summary.name, [v[0] for v in values]),
                        f"{summary.name}_stderr": _over(by, ds, summary.name, [v[1] for v in values])})
 
@@ -137,28 +175,25 @@ def _fit_of(summary):
     return type(summary)(name=summary.exponent, kind="power_law", x=summary.x, y=summary.y)
 
 
-def predicted_phases(study, summary) -> xr.Dataset:
+def predicted_phases(study, summary, ds: xr.Dataset) -> xr.Dataset:
     """``<name>``: the phase λ²'s exponents predict for each value of ``by``, and ``<name>_target_term``,
     ``<name>_init_term`` (their exponents of d) and ``<name>_kernel_change`` (the predicted exponent of
-    the relative NTK change), from the scaling powers of its runs (:mod:`ntkpipe.theory.phases`)."""
+    the relative NTK change), from the scaling powers of its runs (:mod:`ntkpipe.theory.phases`); per
+    group of ``by`` in ``ds``'s layout (:func:`_over`), "none"/NaN for a grid's groups without runs."""
     by = summary.by_axes
-    coords = axis_coords(study.axes, study.points)
     found: dict[tuple, phases.Exponents] = {}
     for point, run, scaling in zip(study.points, study.runs, study.scalings):
         found[tuple(point[a] for a in by)] = phases.exponents_from_powers(
             dict(scaling.powers), run.model.depth, run.model.parameterization, run.model.layer_variance is not None)
-    keys = list(itertools.product(*(coords[a] for a in by)))
-    rows = [found.get(k) for k in keys]
-    shape = [len(coords[a]) for a in by]
+    rows = [found.get(k) for k in _group_keys(ds, by)]
+    nan = float("nan")
 
     def var(values, dtype=float):
-        return (by, np.array(values, dtype=dtype).reshape(shape))
+        return _over(by, ds, summary.name, values, dtype)
 
-    nan = float("nan")
-    out = {summary.name: var([phases.predicted_phase(e) if e else "none" for e in rows], object),
-           f"{summary.name}_target_term": var([e.target_term if e else nan for e in rows]),
-           f"{summary.name}_init_term": var([e.init_term if e else nan for e in rows]),
-           f"{summary.name}_kernel_change": var([e.kernel_change if e else nan for e in rows])}
-    ds = xr.Dataset(out, coords={a: coords[a] for a in by})
-    ds[summary.name] = ds[summary.name].astype(str)
-    return ds
+    out = xr.Dataset({summary.name: var([phases.predicted_phase(e) if e else "none" for e in rows], object),
+                      f"{summary.name}_target_term": var([e.target_term if e else nan for e in rows]),
+                      f"{summary.name}_init_term": var([e.init_term if e else nan for e in rows]),
+                      f"{summary.name}_kernel_change": var([e.kernel_change if e else nan for e in rows])})
+    out[summary.name] = out[summary.name].astype(str)
+    return out

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ntkpipe.plots.style import hue_label, new_figure, select, wrap_title
+from ntkpipe.layout import axis_values, select, sub_grid
+from ntkpipe.plots.style import hue_label, new_figure, wrap_title
 
 
 def _first_run(var: xr.DataArray, keep: tuple[str, ...]) -> np.ndarray:
@@ -22,12 +23,12 @@ def plot_images(ds: xr.Dataset, spec, title: str):
     ds = select(ds, spec.where)
     var = ds[spec.variable]
     item, *image_dims = var.dims[-4:]  # its own dims (item, row, column, channel) follow the sweep axes
-    groups = list(ds[spec.rows].values) if spec.rows else [None]
+    groups = axis_values(ds, spec.rows) if spec.rows else [None]
     count = min(spec.count, var.sizes[item])
     per_group = 2 if spec.fourier else 1
     fig, axes = new_figure(len(groups) * per_group, count, width=1.15, height=1.3)
     for g, value in enumerate(groups):
-        sub = var.sel({spec.rows: value}) if spec.rows else var
+        sub = sub_grid(ds, {spec.rows: value} if spec.rows else None)[spec.variable]
         images = _first_run(sub, (item, *image_dims))[:count]
         for j, image in enumerate(images):
             plane = image.sum(-1) if image.shape[-1] > 1 else image[..., 0]

@@ -4,9 +4,9 @@ Figs. 3A–B, 4D), whose diagonal stands out when each output's kernel specializ
 
 The variable's own dims follow the sweep axes (as in every study dataset); the first is drawn down
 the rows, the second across the columns. Everything else (e.g. seeds) is averaged after ``where``;
-a series is taken at its last finite time. One panel per value of ``col``, one colour scale and
-colour bar for all panels, each cell annotated with its value in black or white, whichever reads
-better on the cell's colour.
+a series is taken at its last finite time; diverged runs are left out (and counted in the panel's
+title). One panel per value of ``col``, one colour scale and colour bar for all panels, each cell
+annotated with its value in black or white, whichever reads better on the cell's colour.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import numpy as np
 import xarray as xr
 from matplotlib.colors import Normalize
 
-from ntkpipe.plots.style import (axis_label, final_value, hue_label, is_numeric, new_figure, select, variable_label,
-                                 wrap_title)
+from ntkpipe.layout import axis_values, select, sub_grid
+from ntkpipe.plots.style import (axis_label, diverged_label, final_value, hue_label, is_numeric, new_figure,
+                                 variable_label, without_diverged, wrap_title)
 
 CMAP = "viridis"
 
@@ -43,9 +44,9 @@ def _tick_labels(values) -> list[str]:
 
 def plot_matrix(ds: xr.Dataset, spec, title: str):
     ds = select(ds, spec.where)
-    cols = list(ds[spec.col].values) if spec.col else [None]
-    var = ds[spec.variable]
-    panels = [matrix_mean(var.sel({spec.col: c}) if spec.col else var) for c in cols]
+    cols = axis_values(ds, spec.col) if spec.col else [None]
+    subs = [sub_grid(ds, {spec.col: c} if spec.col else None) for c in cols]
+    panels = [matrix_mean(without_diverged(sub[spec.variable], sub)) for sub in subs]
     rows, columns = panels[0].dims
     n_rows, n_cols = panels[0].shape
     finite = np.concatenate([p.values.ravel() for p in panels])
@@ -54,7 +55,7 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
     cmap = matplotlib.colormaps[CMAP]
     fontsize = 9 if n_cols <= 6 else 7
     fig, axes = new_figure(1, len(cols), width=max(3.0, 0.42 * n_cols + 1.6), height=max(2.6, 0.42 * n_rows + 1.0))
-    for ax, c, matrix in zip(axes[0], cols, panels):
+    for ax, c, matrix, sub in zip(axes[0], cols, panels, subs):
         values = matrix.values
         ax.imshow(values, cmap=cmap, norm=norm)
         for i, j in np.ndindex(values.shape):
@@ -65,8 +66,10 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
         ax.set_yticks(range(n_rows), _tick_labels(matrix[rows].values), fontsize=8)
         ax.set_xlabel(axis_label(columns, ds))
         ax.set_ylabel(axis_label(rows, ds))
-        if spec.col:
-            ax.set_title(hue_label(spec.col, c), fontsize=10)
+        heading = [hue_label(spec.col, c)] if spec.col else []
+        heading += [note] if (note := diverged_label(sub)) else []
+        if heading:
+            ax.set_title("\n".join(heading), fontsize=10)
     fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=variable_label(spec.variable),
                  shrink=0.8)
     fig.suptitle(wrap_title(title, fig, 11), fontsize=11)

@@ -1,8 +1,8 @@
 """``kind: scatter`` figures: predictions against predictions (silent-alignment Fig. 1b–c).
 
 Every y variable is plotted against x over their shared dimensions (e.g. test points and outputs),
-pooling the runs left after ``where``; one panel per value of ``col``. The diagonal y = x is
-dashed, and each legend entry gives the Pearson correlation.
+pooling the runs left after ``where`` that did not diverge; one panel per value of ``col``. The
+diagonal y = x is dashed, and each legend entry gives the Pearson correlation.
 """
 
 from __future__ import annotations
@@ -10,19 +10,21 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ntkpipe.plots.style import hue_colors, hue_label, new_figure, select, variable_label, wrap_title
+from ntkpipe.layout import axis_values, select, sub_grid
+from ntkpipe.plots.style import (hue_colors, hue_label, new_figure, note_diverged, variable_label, without_diverged,
+                                 wrap_title)
 
 
 def plot_scatter(ds: xr.Dataset, spec, title: str):
     ds = select(ds, spec.where)
-    cols = list(ds[spec.col].values) if spec.col else [None]
+    cols = axis_values(ds, spec.col) if spec.col else [None]
     fig, axes = new_figure(1, len(cols), width=4.4, height=4.2)
     for j, c in enumerate(cols):
         ax = axes[0, j]
-        sub = ds.sel({spec.col: c}) if spec.col else ds
+        sub = sub_grid(ds, {spec.col: c} if spec.col else None)
         x_all = []
         for color, name in zip(hue_colors(spec.y), spec.y):
-            x, y = xr.broadcast(sub[spec.x], sub[name])
+            x, y = xr.broadcast(without_diverged(sub[spec.x], sub), without_diverged(sub[name], sub))
             x, y = x.values.ravel(), y.values.ravel()
             keep = np.isfinite(x) & np.isfinite(y)
             r = np.corrcoef(x[keep], y[keep])[0, 1] if keep.sum() > 2 else np.nan
@@ -34,6 +36,7 @@ def plot_scatter(ds: xr.Dataset, spec, title: str):
         ax.set_xlabel(spec.xlabel or variable_label(spec.x))
         ax.set_ylabel("kernel regression prediction" if len(spec.y) > 1 else variable_label(spec.y[0]))
         ax.grid(True, alpha=0.3)
+        note_diverged(ax, sub)
         ax.legend(fontsize=8, frameon=False)
         if spec.col:
             ax.set_title(hue_label(spec.col, c), fontsize=10)

@@ -1,7 +1,11 @@
-"""Shared figure conventions: axis and variable labels, hue colours, selection, saving.
+"""Shared figure conventions: axis and variable labels, hue colours, selection, diverged runs, saving.
 
 Figures use matplotlib's object API (no pyplot state), so several plotting jobs may run in
-threads of one Snakemake process.
+threads of one Snakemake process. They select with :func:`ntkpipe.layout.select` and draw each
+panel from the :func:`ntkpipe.layout.sub_grid` of its runs, so both dataset layouts draw alike.
+Measurements of diverged runs are left out of every line, mean and band (:func:`without_diverged`),
+so the y range comes from the runs drawn, and a panel that left runs out says so in its legend
+(:func:`note_diverged`).
 """
 
 from __future__ import annotations
@@ -70,9 +74,33 @@ def hue_colors(values) -> list:
     return [matplotlib.colormaps["viridis"](x) for x in np.linspace(0.0, 0.9, n)]
 
 
-def select(ds: xr.Dataset, where: dict) -> xr.Dataset:
-    """Restrict to ``where`` (axis: value, dropping the axis; or axis: [values], keeping it)."""
-    return ds.sel(where) if where else ds
+def run_counts(ds: xr.Dataset) -> tuple[int, int]:
+    """(diverged runs, runs) in ``ds`` (either layout; a grid's holes are no runs)."""
+    if "diverged" not in ds:
+        return 0, 0
+    present = ds["run_id"] != "" if "run_id" in ds else xr.ones_like(ds["diverged"], dtype=bool)
+    return int(((ds["diverged"] > 0) & present).sum()), int(present.sum())
+
+
+def without_diverged(var: xr.DataArray, ds: xr.Dataset) -> xr.DataArray:
+    """``var`` with the values of the runs of ``ds`` that diverged set to NaN (a variable that is not one
+    value per run, such as a summary over fewer axes, as it is)."""
+    if "diverged" not in ds or not set(ds["diverged"].dims) <= set(var.dims):
+        return var
+    return var.where(ds["diverged"] == 0)
+
+
+def diverged_label(ds: xr.Dataset) -> str | None:
+    """"k of n runs diverged, not drawn" when k > 0 of the runs of ``ds`` diverged, else None."""
+    diverged, total = run_counts(ds)
+    return f"{diverged} of {total} runs diverged, not drawn" if diverged else None
+
+
+def note_diverged(ax, ds: xr.Dataset):
+    """An empty line labelled :func:`diverged_label` on ``ax`` (so the axes' legend, placed away from
+    the data, says how many runs were left out), or None when no run of ``ds`` diverged."""
+    label = diverged_label(ds)
+    return ax.plot([], [], ls="none", label=label)[0] if label else None
 
 
 def final_value(var: xr.DataArray) -> xr.DataArray:
@@ -84,8 +112,7 @@ def final_value(var: xr.DataArray) -> xr.DataArray:
     finite = np.isfinite(values)
     last = values.shape[-1] - 1 - np.argmax(finite[..., ::-1], axis=-1)
     picked = np.take_along_axis(values, last[..., None], axis=-1)[..., 0]
-    dims = var.dims[:-1]
-    return xr.DataArray(np.where(finite.any(-1), picked, np.nan), dims=dims, coords={d: var[d] for d in dims})
+    return var.isel(time=-1, drop=True).copy(data=np.where(finite.any(-1), picked, np.nan))
 
 
 def wrap_title(title: str, fig: Figure, fontsize: float) -> str:

@@ -1,7 +1,8 @@
 """``kind: sweep`` figures: measurements against a sweep axis, one colour per hue value.
 
 Lines are the mean over every other axis (e.g. seeds) with a ±1 sd band, dots the individual runs;
-a series measurement is taken at its last finite time. Several y variables share the colours and
+a series measurement is taken at its last finite time. Diverged runs are not drawn (the axes say
+how many in the legend). Several y variables share the colours and
 differ in line style and marker. ``theory`` is drawn dashed in a darker shade of the colour; ``fit`` adds the
 fitted exponent (power law) or slope in ln x (log law) of each line to the legend.
 """
@@ -12,39 +13,43 @@ import numpy as np
 import xarray as xr
 from matplotlib.ticker import NullFormatter
 
+from ntkpipe.layout import axis_values, select, sub_grid
 from ntkpipe.measure.fits import FITS
 from ntkpipe.plots.style import (axis_label, darker, final_value, hue_colors, hue_label, is_numeric, new_figure,
-                                 select, variable_label, wrap_title)
+                                 note_diverged, variable_label, wrap_title, without_diverged)
 
 STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
 
 
-def _positions(values) -> np.ndarray:
-    """Numeric x values as they are; labels (e.g. ``checkpoint`` = init, end) at 0, 1, …"""
-    return np.asarray(values, np.float64) if is_numeric(values) else np.arange(len(values), dtype=np.float64)
+def _positions(values, labels: list) -> np.ndarray:
+    """Numeric x values as they are; labels (e.g. ``checkpoint`` = init, end) at their index in ``labels``."""
+    if is_numeric(values):
+        return np.asarray(values, np.float64)
+    return np.array([labels.index(v) for v in values], dtype=np.float64)
 
 
-def _reduce(var: xr.DataArray, x: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _reduce(var: xr.DataArray, x: str, labels: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """x positions, mean and sd over the other dims, and all (x, y) pairs as a (2, n) array."""
     other = [d for d in var.dims if d != x]
     mean = var.mean(other, skipna=True).values if other else var.values
     sd = var.std(other, skipna=True).values if other else np.zeros_like(mean)
-    positions = _positions(var[x].values)
+    positions = _positions(var[x].values, labels)
     xs = np.broadcast_to(positions.reshape([-1 if d == x else 1 for d in var.dims]), var.shape)
     return positions, mean, sd, np.stack([xs.ravel(), var.values.ravel()])
 
 
 def plot_sweep(ds: xr.Dataset, spec, title: str):
-    reference = select(ds, spec.reference) if spec.reference else None
+    reference = sub_grid(ds, spec.reference) if spec.reference else None
     ds = select(ds, spec.where)
     ys = [spec.y] if isinstance(spec.y, str) else list(spec.y)
-    hues = list(ds[spec.hue].values) if spec.hue else [None]
+    hues = axis_values(ds, spec.hue) if spec.hue else [None]
+    x_values = axis_values(ds, spec.x)
     fig, axes = new_figure(1, 1, width=5.4, height=4.1)
     ax = axes[0, 0]
     for color, h in zip(hue_colors(hues), hues):
-        sub = ds.sel({spec.hue: h}) if spec.hue else ds
+        sub = sub_grid(ds, {spec.hue: h} if spec.hue else None)
         for (style, marker), name in zip(STYLES, ys):
-            xv, mean, sd, pairs = _reduce(final_value(sub[name]), spec.x)
+            xv, mean, sd, pairs = _reduce(final_value(without_diverged(sub[name], sub)), spec.x, x_values)
             keep = np.isfinite(mean)
             if not keep.any():
                 continue
@@ -59,20 +64,20 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
             ax.fill_between(xv[keep], (mean - sd)[keep], (mean + sd)[keep], color=color, alpha=0.12, lw=0)
             ax.plot(pairs[0], pairs[1], ".", color=color, alpha=0.35, ms=3)
         if spec.theory:
-            xv, theory, _, _ = _reduce(final_value(sub[spec.theory]), spec.x)
+            xv, theory, _, _ = _reduce(final_value(sub[spec.theory]), spec.x, x_values)
             ok = np.isfinite(theory)
             ax.plot(xv[ok], theory[ok], "--", color=darker(color), lw=1.6, zorder=3)
     if spec.theory:
         ax.plot([], [], "--", color="0.3", label=f"{variable_label(spec.theory)} (dashed)")
     if reference is not None:
-        level = float(final_value(reference[ys[0]]).mean(skipna=True))
+        level = float(final_value(without_diverged(reference[ys[0]], reference)).mean(skipna=True))
         shown = ", ".join(f"{k}={v}" for k, v in spec.reference.items())
-        ax.axhline(level, color="black", ls="--", lw=1.3, label=f"{shown} ({level:.3g})")
+        if np.isfinite(level):
+            ax.axhline(level, color="black", ls="--", lw=1.3, label=f"{shown} ({level:.3g})")
     ax.set_xscale("log" if spec.logx else "linear")
     ax.set_yscale("log" if spec.logy else "linear")
-    x_values = ds[spec.x].values
     if not is_numeric(x_values):
-        ax.set_xticks(_positions(x_values), [str(v) for v in x_values])
+        ax.set_xticks(_positions(x_values, x_values), [str(v) for v in x_values])
         ax.set_xmargin(0.15)
     elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
         shown = [v for v in x_values if v > 0]
@@ -81,6 +86,8 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
     ax.set_xlabel(axis_label(spec.x, ds))
     ax.set_ylabel(spec.ylabel or " / ".join(variable_label(v) for v in ys))
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
+    note_diverged(ax, ds)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, frameon=False)
     ax.set_title(wrap_title(title, fig, 10), fontsize=10)
     return fig

@@ -3,7 +3,8 @@
 One row per variable (one shared panel with ``overlay``), one column per value of ``col``, one
 line per value of ``hue`` (a sweep axis or a variable's own dimension such as ``mode``), averaged
 over the remaining dimensions. Theory is dashed in a darker shade of the line's colour; a scalar
-theory is a horizontal dashed line. Numeric hues with many values get a colour bar.
+theory is a horizontal dashed line. Numeric hues with many values get a colour bar. Diverged runs
+are not drawn; the legend of each column's top panel says how many of its runs were left out.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import numpy as np
 import xarray as xr
 from matplotlib.colors import LogNorm, Normalize
 
-from ntkpipe.plots.style import (TIME_LABEL, axis_label, darker, final_value, hue_colors, hue_label,
-                                 is_numeric, new_figure, select, variable_label, wrap_title)
+from ntkpipe.layout import axis_values, select, sub_grid
+from ntkpipe.plots.style import (TIME_LABEL, axis_label, darker, final_value, hue_colors, hue_label, is_numeric,
+                                 new_figure, note_diverged, variable_label, wrap_title, without_diverged)
 
 OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
 
@@ -48,23 +50,28 @@ def _theory(ax, theory: xr.DataArray, color, logx: bool, how: str | None, refere
 
 
 def plot_time_series(ds: xr.Dataset, spec, title: str):
-    reference = select(ds, spec.reference) if spec.reference else None
+    reference = sub_grid(ds, spec.reference) if spec.reference else None
     ds = select(ds, spec.where)
-    cols = list(ds[spec.col].values) if spec.col else [None]
-    hues = _drawn_values(ds, spec.hue, spec.variables) if spec.hue else [None]
+    cols = axis_values(ds, spec.col) if spec.col else [None]
+    hues = _drawn_values(sub_grid(ds), spec.hue, spec.variables) if spec.hue else [None]
     colors, norm = _hue_scheme(hues)
     rows = [spec.variables] if spec.overlay else [[v] for v in spec.variables]
     fig, axes = new_figure(len(rows), len(cols))
+    notes = {}
     for j, c in enumerate(cols):
-        sub = ds.sel({spec.col: c}) if spec.col else ds
+        sub = sub_grid(ds, {spec.col: c} if spec.col else None)
+        present = set(sub[spec.hue].values.tolist()) if spec.hue else {None}
         for i, names in enumerate(rows):
             ax = axes[i, j]
             for k, name in enumerate(names):
                 how = spec.normalize.get(name)
                 for color, h in zip(colors, hues):
+                    if h not in present:  # a union sub-grid without this hue value
+                        continue
                     if spec.overlay and spec.hue is None:
                         color = OVERLAY_COLORS[k % len(OVERLAY_COLORS)]
-                    var = sub[name].sel({spec.hue: h}) if spec.hue else sub[name]
+                    var = without_diverged(sub[name], sub)
+                    var = var.sel({spec.hue: h}) if spec.hue else var
                     line = _mean_line(var / _reference(var, how) if how else var)
                     label = variable_label(name) + (" / initial" if how == "initial" else " / final" if how else "")
                     if spec.hue:
@@ -75,7 +82,8 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                         theory = theory.sel({spec.hue: h}) if spec.hue and spec.hue in theory.dims else theory
                         _theory(ax, theory, color, spec.logx, how, var)
                 if reference is not None:
-                    ref = reference[name].sel({spec.col: c}) if spec.col in reference[name].dims else reference[name]
+                    ref = without_diverged(reference[name], reference)
+                    ref = ref.sel({spec.col: c}) if spec.col in ref.dims else ref
                     line = _mean_line(ref / _reference(ref, how) if how else ref)
                     shown = ", ".join(f"{k}={v}" for k, v in spec.reference.items())
                     _draw(ax, line["time"].values, line.values, spec.logx, color="black", ls="--", lw=1.5,
@@ -89,13 +97,18 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                 ax.set_xlabel(TIME_LABEL)
             if i == 0 and spec.col:
                 ax.set_title(hue_label(spec.col, c), fontsize=10)
+        notes[j] = note_diverged(axes[0, j], sub)
     if spec.theory:
         axes[0, -1].plot([], [], "--", color="0.3", label="theory (dashed)")
     if norm is not None:
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue, ds), shrink=0.8)
-    if norm is None and (spec.hue or spec.overlay or spec.theory or spec.reference):
+    legend = norm is None and bool(spec.hue or spec.overlay or spec.theory or spec.reference)
+    if legend:
         axes[0, -1].legend(fontsize=8, frameon=False)
+    for j, note in notes.items():
+        if note is not None and not (legend and j == len(cols) - 1):
+            axes[0, j].legend(handles=[note], fontsize=8, frameon=False)
     fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
     return fig
 

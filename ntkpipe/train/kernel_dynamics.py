@@ -10,6 +10,8 @@ replace the network by a prescribed kernel K(t):
     ofe_fit  the OFE with γ̂, fitted so that A(K₀ + γ̂yyᵀ, y) is the trained network's final alignment
 
 Their checkpoints are the run's (same steps, same time axis t = η₀·step), so they overlay the network.
+A kernel run is diverged like a network's (:mod:`ntkpipe.train.loop`): a non-finite loss, a final loss
+above ``EXPLOSION_FACTOR`` times the initial, or (KGD) a step beyond the stability edge.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ntkpipe.progress import Progress
 from ntkpipe.spec.schema import TrainSpec
 from ntkpipe.theory.feature_evolution import fit_feature_rate, ofe_solve
 from ntkpipe.theory.kernel_gd import kernel_gd
-from ntkpipe.train.loop import Trajectory, checkpoint_steps, stack_records, total_steps
+from ntkpipe.train.loop import Trajectory, checkpoint_steps, exploded, stack_records, total_steps
 
 
 @dataclass(frozen=True)
@@ -64,14 +66,15 @@ def evolve_kernel(kind: str, start: KernelStart, spec: TrainSpec, *, gamma: floa
     records, diverged = [], False
     progress = Progress(label, len(steps))
     for index, (f_train, f_test, gram) in enumerate(states):
-        record = measure(index, index == len(steps) - 1, f_train.reshape(p, c),
-                         None if f_test is None else f_test.reshape(-1, c), gram)
+        with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
+            record = measure(index, index == len(steps) - 1, f_train.reshape(p, c),
+                             None if f_test is None else f_test.reshape(-1, c), gram)
         records.append(record)
         if not np.isfinite(record["loss"]) and not unfitted:
             diverged = True
             break
         progress.update(index, loss=record["loss"])
-    diverged = diverged or unstable
+    diverged = diverged or unstable or (not unfitted and exploded(records[0]["loss"], records[-1]["loss"]))
     progress.close(diverged=diverged)
     return Trajectory(steps=steps, time=times, epoch=steps.astype(float), series=stack_records(records, len(steps)),
                       diverged=diverged, model=None, seconds={"train": time.perf_counter() - tic, "measure": 0.0},
