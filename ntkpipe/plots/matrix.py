@@ -16,8 +16,8 @@ import numpy as np
 import xarray as xr
 from matplotlib.colors import Normalize
 
-from ntkpipe.plots.style import (axis_label, final_value, hue_label, is_numeric, new_figure, select, variable_label,
-                                 wrap_title)
+from ntkpipe.plots.finish import finish_figure
+from ntkpipe.plots.style import axis_label, final_value, hue_label, is_numeric, new_figure, select, variable_label
 
 CMAP = "viridis"
 
@@ -69,5 +69,4 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
             ax.set_title(hue_label(spec.col, c), fontsize=10)
     fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=variable_label(spec.variable),
                  shrink=0.8)
-    fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
-    return fig
+    return finish_figure(fig, title)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ntkpipe.plots.style import hue_colors, hue_label, new_figure, select, variable_label, wrap_title
+from ntkpipe.plots.finish import finish_figure
+from ntkpipe.plots.style import hue_colors, hue_label, new_figure, select, variable_label
 
 
 def plot_scatter(ds: xr.Dataset, spec, title: str):
@@ -34,8 +35,6 @@ def plot_scatter(ds: xr.Dataset, spec, title: str):
         ax.set_xlabel(spec.xlabel or variable_label(spec.x))
         ax.set_ylabel("kernel regression prediction" if len(spec.y) > 1 else variable_label(spec.y[0]))
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, frameon=False)
         if spec.col:
             ax.set_title(hue_label(spec.col, c), fontsize=10)
-    fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
-    return fig
+    return finish_figure(fig, title, list(axes[0]))

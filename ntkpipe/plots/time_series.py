@@ -13,8 +13,9 @@ import numpy as np
 import xarray as xr
 from matplotlib.colors import LogNorm, Normalize
 
+from ntkpipe.plots.finish import finish_figure
 from ntkpipe.plots.style import (TIME_LABEL, axis_label, darker, final_value, hue_colors, hue_label,
-                                 is_numeric, new_figure, select, variable_label, wrap_title)
+                                 is_numeric, new_figure, select, variable_label)
 
 OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
 
@@ -94,10 +95,8 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
     if norm is not None:
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue, ds), shrink=0.8)
-    if norm is None and (spec.hue or spec.overlay or spec.theory or spec.reference):
-        axes[0, -1].legend(fontsize=8, frameon=False)
-    fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
-    return fig
+    legend = norm is None and (spec.hue or spec.overlay or spec.theory or spec.reference)
+    return finish_figure(fig, title, [axes[0, -1]] if legend else [])
 
 
 def _hue_scheme(hues: list):

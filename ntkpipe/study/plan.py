@@ -20,6 +20,7 @@ from pathlib import Path
 from ntkpipe.spec.identity import canonical, content_id
 from ntkpipe.spec.paths import get_path
 from ntkpipe.spec.schema import REFERENCE_KINDS, RunSpec
+from ntkpipe.spec.titles import figure_title
 from ntkpipe.stages import REFERENCES, STAGES, StageJob
 from ntkpipe.study.load import DEFAULT_VARIANT, Study
 
@@ -57,8 +58,9 @@ class StudyPlan:
                              if spec.scaling is not None else {})})
 
     def figure_config(self, name: str) -> dict:
+        """The figure's settings and the title it is drawn with (which may be the study's description)."""
         fig = next(f for f in self.study.spec.figures if f.name == name)
-        return canonical(fig.model_dump(mode="json"))
+        return canonical({**fig.model_dump(mode="json"), "title": figure_title(self.study.spec, fig)})
 
 
 def study_tag(name: str, variant: str) -> str:
