@@ -1,5 +1,5 @@
 """``ntkpipe`` command line: validate a spec, show its plan, summarize a result store, verify and
-clean the results directory."""
+clean the results directory, check figures."""
 
 from __future__ import annotations
 
@@ -135,6 +135,30 @@ def cmd_clean(args) -> int:
     return 0
 
 
+def cmd_check_figures(args) -> int:
+    """Draw every figure of the specs whose study dataset exists under ``--results`` and print the
+    defects the figure checks find (``ntkpipe.plots.checks``); PNGs go to ``--out`` if given."""
+    from ntkpipe.jobs.plot import draw_figure
+    from ntkpipe.plots.checks import figure_defects
+    from ntkpipe.plots.style import save
+
+    found = drawn = 0
+    for spec in args.specs:
+        plan = plan_study(load_study(spec, args.variant), args.results)
+        if not plan.dataset_path.exists():
+            print(f"skip {plan.tag}: no dataset {plan.dataset_path}")
+            continue
+        for name in plan.figure_paths:
+            fig = draw_figure(plan, name)
+            if args.out:
+                save(fig, Path(args.out) / plan.tag / f"{name}.png")
+            defects = figure_defects(fig, drawn=bool(args.out))
+            drawn, found = drawn + 1, found + len(defects)
+            print(f"{'ok  ' if not defects else 'FAIL'} {plan.tag}/{name}" + "".join(f"\n     {d}" for d in defects))
+    print(f"{drawn} figures drawn, {found} defects")
+    return 1 if found else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ntkpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -166,6 +190,12 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--outdated", action="store_true", help="stores made by another ntkpipe version")
             p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
         p.set_defaults(func=cmd_verify if name == "verify" else cmd_clean)
+    p = sub.add_parser("check-figures", help="draw the figures of specs from existing datasets; list defects")
+    p.add_argument("specs", nargs="+")
+    p.add_argument("--variant", default="default")
+    p.add_argument("--results", default="results")
+    p.add_argument("--out", help="also write the PNGs under this directory (<out>/<study>/<figure>.png)")
+    p.set_defaults(func=cmd_check_figures)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

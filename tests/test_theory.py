@@ -71,3 +71,57 @@ def test_power_law_exponent_in_sigma(depth):
 def test_rejects_initial_gain_above_target():
     with pytest.raises(ValueError, match="0 < c0 < s"):
         deep_linear.half_loss_time(2.0, 1.0, 3)
+
+
+def _unit(v):
+    return v / np.linalg.norm(v)
+
+
+@pytest.mark.parametrize("depth", [2, 3, 5])
+def test_aligned_initial_gain_of_a_balanced_aligned_net_is_its_end_to_end_gain(depth):
+    """W_ℓ = u e_ℓ e_{ℓ−1}ᵀ (e_0 = β): c₀ is βᵀ(W_L ⋯ W_1)ᵀ, the product of the weights along β."""
+    rng = np.random.default_rng(depth)
+    dims = [7] + [5] * (depth - 1) + [1]
+    e = [_unit(rng.standard_normal(n)) for n in dims[:-1]] + [np.ones(1)]
+    u = 0.3
+    weights = [u * np.outer(e[k + 1], e[k]) for k in range(depth)]
+    product = weights[0]
+    for w in weights[1:]:
+        product = w @ product
+    end_to_end = float(product[0] @ e[0])
+    assert end_to_end == pytest.approx(u**depth, rel=1e-12)
+    assert deep_linear.aligned_initial_gain(weights, e[0]) == pytest.approx(end_to_end, rel=1e-12)
+
+
+def test_aligned_initial_gain_at_depth_two_is_the_growing_mode():
+    """L = 2: c₀ = (q₀ + r₀)/2 of App. C.5 for a random init."""
+    import jax
+    import jax.numpy as jnp
+
+    from ntkpipe.models import MLP
+    from ntkpipe.theory import two_layer
+
+    model = MLP(9, 6, 2, activation="linear", sigma=0.1, dtype=jnp.float64, key=jax.random.key(3))
+    beta = _unit(np.random.default_rng(3).standard_normal(9))
+    q0, r0 = two_layer.initial_overlaps(model, beta)
+    assert deep_linear.aligned_initial_gain(model.weights, beta) == pytest.approx((q0 + r0) / 2.0, rel=1e-12)
+
+
+def test_aligned_initial_gain_maximizes_the_path_sum_by_brute_force():
+    """L = 3, random weights: c₀ = (S/3)³ with S the largest Σ_ℓ e_ℓᵀW_ℓe_{ℓ−1} over unit e_ℓ in the
+    span of the forward path W_ℓ⋯W_1β and the backward path (W_3⋯W_{ℓ+1})ᵀ, found on a grid of
+    angles (0.2°) instead of by coordinate ascent."""
+    rng = np.random.default_rng(0)
+    w1, w2, a = rng.standard_normal((5, 6)) * 0.2, rng.standard_normal((5, 5)) * 0.2, rng.standard_normal((1, 5)) * 0.2
+    beta = _unit(rng.standard_normal(6))
+    paths = [(w1 @ beta, (a @ w2)[0]), (w2 @ w1 @ beta, a[0])]  # (forward, backward) at hidden layers 1, 2
+    bases = []
+    for forward, backward in paths:  # Gram–Schmidt by hand
+        f = _unit(forward)
+        bases.append((f, _unit(backward - (backward @ f) * f)))
+    angles = np.radians(np.arange(0.0, 360.0, 0.2))
+    e1 = np.cos(angles)[:, None] * bases[0][0] + np.sin(angles)[:, None] * bases[0][1]  # (n, 5)
+    e2 = np.cos(angles)[:, None] * bases[1][0] + np.sin(angles)[:, None] * bases[1][1]
+    path_sum = (e1 @ w1 @ beta)[:, None] + e1 @ w2.T @ e2.T + (e2 @ a[0])[None, :]  # S(e1, e2) on the grid
+    expected = (path_sum.max() / 3.0) ** 3
+    assert deep_linear.aligned_initial_gain([w1, w2, a], beta) == pytest.approx(expected, rel=1e-4)

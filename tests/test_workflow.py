@@ -12,11 +12,15 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from ntkpipe.jobs.plot import draw_figure
+from ntkpipe.plots.checks import figure_defects
+from ntkpipe.workflow import build_index
 from tests.conftest import run_snakemake
 
 pytestmark = pytest.mark.workflow
 
 SCALING = """\
+description: Tiny depth scaling
 data: {source: linear_teacher, dim: 8, n_train: 16, gamma: 0.0}
 model: {depth: 3, width: 8, activation: linear, sigma: 0.1}
 train:
@@ -195,6 +199,18 @@ def test_show_prints_time_series(workdir, first_run, capsys):
     assert "first_layer_alignment — cos(W₁ᵀW₁, ββᵀ): " in out
 
 
+def test_figures_of_the_first_run_have_no_defects(workdir, first_run):
+    """Every figure the workflow drew (sweeps over σ and over the integer eigen_index, time series,
+    overlays, scatter) passes the figure checks; untitled figures carry the study's description."""
+    index = build_index(workdir / "specs", workdir / "results")
+    for tag, plan in index.plans.items():
+        for name in plan.figure_paths:
+            fig = draw_figure(plan, name)
+            assert figure_defects(fig) == [], f"{tag}/{name}"
+            if tag == "tiny_scaling":
+                assert fig.texts[0].get_text() == "Tiny depth scaling"
+
+
 def test_rerun_without_change_does_nothing(workdir, first_run):
     assert run_snakemake(workdir) == []
 
@@ -242,6 +258,6 @@ def test_invalid_spec_stops_before_anything_is_written(workdir, first_run, tmp_p
     bad = tmp_path / "bad"
     shutil.copytree(workdir / "specs", bad / "specs")
     (bad / "specs" / "tiny_scaling.yaml").write_text(SCALING.replace("width: 8", "widht: 8"))
-    with pytest.raises(Exception, match=r"line 2: model.widht: unknown key \(did you mean 'width'\?\)"):
+    with pytest.raises(Exception, match=r"line 3: model.widht: unknown key \(did you mean 'width'\?\)"):
         run_snakemake(bad)
     assert not (bad / "results").exists()

@@ -1,18 +1,32 @@
-"""The plotting job: one figure of a study dataset."""
+"""The plotting job: one figure of a study dataset, checked for defects as it is saved."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+from matplotlib.figure import Figure
 
 from ntkpipe.layout import open_dataset
 from ntkpipe.plots import PLOTTERS
+from ntkpipe.plots.checks import figure_defects
 from ntkpipe.plots.style import save
+from ntkpipe.spec.titles import figure_title
 from ntkpipe.study.plan import StudyPlan
 
 
-def plot_figure(plan: StudyPlan, name: str, out: str | Path) -> Path:
-    """Draw figure ``name`` of ``plan`` from its study dataset into ``out`` (PNG)."""
+def draw_figure(plan: StudyPlan, name: str) -> Figure:
+    """Figure ``name`` of ``plan`` drawn from its study dataset."""
     spec = next(f for f in plan.study.spec.figures if f.name == name)
     ds = open_dataset(plan.dataset_path).load()
-    title = spec.title or f"{plan.tag}: {name.replace('_', ' ')}"
-    return save(PLOTTERS[spec.kind](ds, spec, title), out)
+    return PLOTTERS[spec.kind](ds, spec, figure_title(plan.study.spec, spec))
+
+
+def plot_figure(plan: StudyPlan, name: str, out: str | Path) -> Path:
+    """Draw figure ``name`` of ``plan`` into ``out`` (PNG); its defects (``plots.checks``) are
+    reported on stderr, not raised: a figure with a clipped label is still worth having."""
+    fig = draw_figure(plan, name)
+    path = save(fig, out)
+    for defect in figure_defects(fig, drawn=True):  # as saved: no second drawing
+        print(f"ntkpipe: figure {out}: {defect}", file=sys.stderr)
+    return path

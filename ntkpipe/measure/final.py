@@ -40,14 +40,14 @@ def alignment_after_half(run: RunContext, traj: Trajectory, item) -> dict:
 
 
 def _initial_gain(run: RunContext) -> float:
-    """c₀ of the gain ODE: (q₀ + r₀)/2 for two layers, exact for the early phase (App. C.5);
-    |a₀|^L with a₀ the readout for deeper nets, an approximation (App. C.4 takes u₀² ≈ |a₀|²)."""
+    """c₀ of the gain ODE: (q₀ + r₀)/2 for two layers, exact for the early phase (App. C.5); for
+    deeper nets the gain along β of the nearest balanced, β-aligned network
+    (``deep_linear.aligned_initial_gain``, which equals (q₀ + r₀)/2 at L = 2)."""
     net = moving_network(run.model0)
     if run.spec.model.depth == 2:
         q0, r0 = two_layer.initial_overlaps(net, run.teacher[0])
         return (q0 + r0) / 2.0
-    readout = np.asarray(net.weights[-1], np.float64)
-    return deep_linear.initial_gain(float(np.linalg.norm(readout)), run.spec.model.depth)
+    return deep_linear.aligned_initial_gain(net.weights, run.teacher[0])
 
 
 def t_half_theory(run: RunContext, traj: Trajectory, item) -> dict:

@@ -8,7 +8,8 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.layout import axis_values, select, sub_grid
-from ntkpipe.plots.style import hue_label, new_figure, wrap_title
+from ntkpipe.plots.finish import finish_figure
+from ntkpipe.plots.style import hue_label, new_figure
 
 
 def _first_run(var: xr.DataArray, keep: tuple[str, ...]) -> np.ndarray:
@@ -49,6 +50,5 @@ def plot_images(ds: xr.Dataset, spec, title: str):
                 axes[g * per_group, 0].set_ylabel(label, fontsize=8)
                 if spec.fourier:
                     axes[g * per_group + 1, 0].set_ylabel("|FFT|", fontsize=8)
-    fig.suptitle(wrap_title(title, fig, 10), fontsize=10)
-    return fig
+    return finish_figure(fig, title, fontsize=10)
 

@@ -17,8 +17,9 @@ import xarray as xr
 from matplotlib.colors import Normalize
 
 from ntkpipe.layout import axis_values, select, sub_grid
+from ntkpipe.plots.finish import finish_figure
 from ntkpipe.plots.style import (axis_label, diverged_label, final_value, hue_label, is_numeric, new_figure,
-                                 variable_label, without_diverged, wrap_title)
+                                 variable_label, without_diverged)
 
 CMAP = "viridis"
 
@@ -72,5 +73,4 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
             ax.set_title("\n".join(heading), fontsize=10)
     fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=variable_label(spec.variable),
                  shrink=0.8)
-    fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
-    return fig
+    return finish_figure(fig, title)

@@ -11,8 +11,8 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.layout import axis_values, select, sub_grid
-from ntkpipe.plots.style import (hue_colors, hue_label, new_figure, note_diverged, variable_label, without_diverged,
-                                 wrap_title)
+from ntkpipe.plots.finish import finish_figure
+from ntkpipe.plots.style import hue_colors, hue_label, new_figure, note_diverged, variable_label, without_diverged
 
 
 def plot_scatter(ds: xr.Dataset, spec, title: str):
@@ -37,8 +37,6 @@ def plot_scatter(ds: xr.Dataset, spec, title: str):
         ax.set_ylabel("kernel regression prediction" if len(spec.y) > 1 else variable_label(spec.y[0]))
         ax.grid(True, alpha=0.3)
         note_diverged(ax, sub)
-        ax.legend(fontsize=8, frameon=False)
         if spec.col:
             ax.set_title(hue_label(spec.col, c), fontsize=10)
-    fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
-    return fig
+    return finish_figure(fig, title, list(axes[0]))

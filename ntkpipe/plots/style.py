@@ -11,7 +11,6 @@ so the y range comes from the runs drawn, and a panel that left runs out says so
 from __future__ import annotations
 
 import os
-import textwrap
 import uuid
 from pathlib import Path
 
@@ -31,6 +30,7 @@ AXIS_LABELS = {
     "spectrum_index": "eigenvalue index k", "mode": "mode k", "test_point": "test point",
     "nad_index": "NAD index j", "eigenfunction": "init eigenfunction index i",
     "pretrain_epochs": "pretraining epochs k", "checkpoint": "checkpoint", "architecture": "architecture",
+    "lr_ratio": "learning-rate ratio η_u / η_W",
 }
 AXIS_SYMBOLS = {"sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
                 "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k", "nad_index": "j",
@@ -115,14 +115,13 @@ def final_value(var: xr.DataArray) -> xr.DataArray:
     return var.isel(time=-1, drop=True).copy(data=np.where(finite.any(-1), picked, np.nan))
 
 
-def wrap_title(title: str, fig: Figure, fontsize: float) -> str:
-    """``title`` broken into lines that fit the figure's width (about 0.6 em per character)."""
-    width_chars = int(fig.get_figwidth() * 72 / (0.6 * fontsize))
-    return textwrap.fill(title, max(width_chars, 20))
+DPI = 130
 
 
 def new_figure(n_rows: int, n_cols: int, *, width: float = 4.2, height: float = 3.3):
-    fig = Figure(figsize=(width * n_cols, height * n_rows), layout="constrained")
+    """A constrained-layout figure of panels ``width`` × ``height`` inches at the saved resolution
+    (so that what :mod:`ntkpipe.plots.checks` measures is what the PNG shows)."""
+    fig = Figure(figsize=(width * n_cols, height * n_rows), dpi=DPI, layout="constrained")
     axes = fig.subplots(n_rows, n_cols, squeeze=False)
     return fig, axes
 
@@ -132,6 +131,6 @@ def save(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp-{uuid.uuid4().hex[:8]}.png")
-    fig.savefig(tmp, dpi=130)
+    fig.savefig(tmp, dpi=DPI)
     os.replace(tmp, path)
     return path

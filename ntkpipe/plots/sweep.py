@@ -4,7 +4,7 @@ Lines are the mean over every other axis (e.g. seeds) with a ±1 sd band, dots t
 a series measurement is taken at its last finite time. Diverged runs are not drawn (the axes say
 how many in the legend). Several y variables share the colours and
 differ in line style and marker. ``theory`` is drawn dashed in a darker shade of the colour; ``fit`` adds the
-fitted exponent (power law) or slope in ln x (log law) of each line to the legend.
+fitted exponent (power law) or slope in ln x (log law, naming the x axis) of each line to the legend.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from matplotlib.ticker import NullFormatter
 
 from ntkpipe.layout import axis_values, select, sub_grid
 from ntkpipe.measure.fits import FITS
-from ntkpipe.plots.style import (axis_label, darker, final_value, hue_colors, hue_label, is_numeric, new_figure,
-                                 note_diverged, variable_label, wrap_title, without_diverged)
+from ntkpipe.plots.finish import finish_figure
+from ntkpipe.plots.style import (AXIS_SYMBOLS, axis_label, darker, final_value, hue_colors, hue_label, is_numeric,
+                                 new_figure, note_diverged, variable_label, without_diverged)
 
 STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
 
@@ -59,7 +60,7 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
             label = ", ".join(parts)
             if spec.fit:
                 slope, _, stderr = FITS[spec.fit](pairs[0], pairs[1])
-                label += f" ({'exponent' if spec.fit == 'power_law' else 'slope in ln x'} {slope:.2f} ± {stderr:.2f})"
+                label += f" ({_fit_name(spec.fit, spec.x, ds)} {slope:.2f} ± {stderr:.2f})"
             ax.plot(xv[keep], mean[keep], linestyle=style, marker=marker, color=color, label=label, lw=1.6, ms=4)
             ax.fill_between(xv[keep], (mean - sd)[keep], (mean + sd)[keep], color=color, alpha=0.12, lw=0)
             ax.plot(pairs[0], pairs[1], ".", color=color, alpha=0.35, ms=3)
@@ -81,13 +82,18 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
         ax.set_xmargin(0.15)
     elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
         shown = [v for v in x_values if v > 0]
-        ax.set_xticks(shown, [f"{v:g}" for v in shown])
+        ax.set_xticks(shown, [f"{v:.3g}" for v in shown])
         ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(axis_label(spec.x, ds))
     ax.set_ylabel(spec.ylabel or " / ".join(variable_label(v) for v in ys))
     ax.grid(True, which="major", alpha=0.3)
     note_diverged(ax, ds)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, frameon=False)
-    ax.set_title(wrap_title(title, fig, 10), fontsize=10)
-    return fig
+    return finish_figure(fig, title, [ax])
+
+
+def _fit_name(fit: str, x: str, ds: xr.Dataset) -> str:
+    """What a fitted slope is in the legend: the exponent of a power law, the slope of a log law in
+    ln of the x axis (by its symbol, e.g. "slope in ln σ", else its label)."""
+    if fit == "power_law":
+        return "exponent"
+    return f"slope in ln {AXIS_SYMBOLS.get(x) or axis_label(x, ds)}"

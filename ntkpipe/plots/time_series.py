@@ -15,8 +15,9 @@ import xarray as xr
 from matplotlib.colors import LogNorm, Normalize
 
 from ntkpipe.layout import axis_values, select, sub_grid
+from ntkpipe.plots.finish import finish_figure
 from ntkpipe.plots.style import (TIME_LABEL, axis_label, darker, final_value, hue_colors, hue_label, is_numeric,
-                                 new_figure, note_diverged, variable_label, wrap_title, without_diverged)
+                                 new_figure, note_diverged, variable_label, without_diverged)
 
 OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
 
@@ -104,13 +105,12 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue, ds), shrink=0.8)
     legend = norm is None and bool(spec.hue or spec.overlay or spec.theory or spec.reference)
-    if legend:
-        axes[0, -1].legend(fontsize=8, frameon=False)
-    for j, note in notes.items():
+    legend_axes = [axes[0, -1]] if legend else []
+    for j, note in notes.items():  # other columns' legends: only the note
         if note is not None and not (legend and j == len(cols) - 1):
             axes[0, j].legend(handles=[note], fontsize=8, frameon=False)
-    fig.suptitle(wrap_title(title, fig, 11), fontsize=11)
-    return fig
+            legend_axes.append(axes[0, j])
+    return finish_figure(fig, title, legend_axes)
 
 
 def _hue_scheme(hues: list):

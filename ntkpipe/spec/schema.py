@@ -486,6 +486,9 @@ class SummarySpec(Strict):
         return self
 
 
+REPRODUCES = "the paper figure it reproduces, e.g. 'Silent alignment Fig. 3', shown under the title"
+
+
 class SweepFigure(Strict):
     """y against x — a sweep axis or a dimension of y (e.g. ``spectrum_index``) — one colour per
     value of ``hue`` (mean ± sd over the remaining dimensions, dots for single runs); several y
@@ -505,6 +508,7 @@ class SweepFigure(Strict):
     where: dict[str, Any] = {}
     reference: dict[str, Any] = {}
     title: str | None = None
+    reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
     ylabel: str | None = None
 
 
@@ -530,6 +534,7 @@ class TimeSeriesFigure(Strict):
     where: dict[str, Any] = {}
     reference: dict[str, Any] = {}
     title: str | None = None
+    reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
 
 
 class ScatterFigure(Strict):
@@ -544,6 +549,7 @@ class ScatterFigure(Strict):
     col: str | None = None
     where: dict[str, Any] = {}
     title: str | None = None
+    reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
     xlabel: str | None = None
 
 
@@ -561,6 +567,7 @@ class ImagesFigure(Strict):
     fourier: bool = True
     where: dict[str, Any] = {}
     title: str | None = None
+    reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
 
 
 class MatrixFigure(Strict):
@@ -576,6 +583,7 @@ class MatrixFigure(Strict):
     col: str | None = None
     where: dict[str, Any] = {}
     title: str | None = None
+    reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
 
 
 FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure | MatrixFigure,

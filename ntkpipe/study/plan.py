@@ -24,6 +24,7 @@ from typing import Callable
 from ntkpipe.spec.identity import canonical, content_id
 from ntkpipe.spec.paths import get_path
 from ntkpipe.spec.schema import REFERENCE_KINDS, MeasureItem, RunSpec
+from ntkpipe.spec.titles import figure_title
 from ntkpipe.stages import REFERENCES, STAGES, StageJob
 from ntkpipe.study.final_items import is_final, item_config, item_key, run_final_items, stored_final_items
 from ntkpipe.study.load import DEFAULT_VARIANT, Study
@@ -83,8 +84,9 @@ class StudyPlan:
                           "spec": content_id(spec.model_dump(mode="json"))})
 
     def figure_config(self, name: str) -> dict:
+        """The figure's settings and the title it is drawn with (which may be the study's description)."""
         fig = next(f for f in self.study.spec.figures if f.name == name)
-        return canonical(fig.model_dump(mode="json"))
+        return canonical({**fig.model_dump(mode="json"), "title": figure_title(self.study.spec, fig)})
 
 
 def study_tag(name: str, variant: str) -> str:

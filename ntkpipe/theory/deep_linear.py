@@ -92,6 +92,66 @@ def two_layer_gain(times, u0_sq: float, s: float) -> np.ndarray:
     return s * e / (e - 1.0 + s / u0_sq)
 
 
-def initial_gain(readout_norm: float, depth: int) -> float:
-    """c₀ = u₀^L with u₀ = |a₀| the readout norm at init (App. C.4 takes u₀² ≈ |a₀|² for L = 2)."""
-    return float(readout_norm) ** depth
+def aligned_initial_gain(weights, beta, *, tol: float = 1e-14, max_sweeps: int = 10_000) -> float:
+    """c₀ of Eq. (1) from the initial weights W_1 … W_L (input side first; W_L the 1 × N readout):
+    the end-to-end gain along β of the balanced, β-aligned network nearest to them along the paths
+    of the teacher signal.
+
+    Eq. (1) describes balanced networks aligned with the teacher, W_ℓ = u e_ℓ e_{ℓ−1}ᵀ with unit
+    e_0 = β, e_1 … e_{L−1} and e_L = 1, whose end-to-end map W_L ⋯ W_1 = u^L βᵀ has gain c = u^L
+    along β. While the output is small, gradient flow moves each layer along one rank-one
+    direction, Ẇ_ℓ = s b_ℓ f_{ℓ−1}ᵀ, with the forward path f_ℓ = W_ℓ ⋯ W_1 β and the backward path
+    b_ℓ = (W_L ⋯ W_{ℓ+1})ᵀ, so the mode that grows has e_ℓ ∈ span(f_ℓ, b_ℓ). Projecting the initial
+    weights onto the balanced aligned networks with such e_ℓ,
+
+        min over u, e_1 … e_{L−1} of  Σ_ℓ ‖W_ℓ − u e_ℓ e_{ℓ−1}ᵀ‖²_F,
+
+    gives u = S/L with S = max Σ_ℓ e_ℓᵀ W_ℓ e_{ℓ−1}, and c₀ = (S/L)^L. S is linear in each e_ℓ and
+    is maximized by block-coordinate ascent, e_ℓ ∝ P_ℓ(W_ℓ e_{ℓ−1} + W_{ℓ+1}ᵀ e_{ℓ+1}) (P_ℓ the
+    projector on the span), from the forward path. For L = 2, e_1 ∥ W_1β + aᵀ (in the span) and
+    c₀ = |W_1β + aᵀ|²/4 = (q₀ + r₀)/2, the growing mode of App. C.5. Unlike |a₀|^L it uses every
+    layer along the path β → output; unlike the raw component W_L ⋯ W_1 β (whose sign is random at
+    small σ) it measures the mode that grows.
+    """
+    layers = [np.asarray(w, dtype=np.float64) for w in weights]
+    if layers[-1].shape[0] != 1:
+        raise ValueError(f"need a single-output network, got {layers[-1].shape[0]} outputs")
+    forward = [np.asarray(beta, dtype=np.float64) / np.linalg.norm(beta)]
+    for w in layers[:-1]:
+        forward.append(w @ forward[-1])
+    backward = [np.ones(1)]
+    for w in layers[:0:-1]:
+        backward.insert(0, w.T @ backward[0])
+    bases = [forward[0][:, None]]
+    bases += [np.linalg.qr(np.stack([f, b], axis=1))[0] for f, b in zip(forward[1:], backward[:-1])]
+    bases.append(np.ones((1, 1)))
+    reduced = [bases[k + 1].T @ w @ bases[k] for k, w in enumerate(layers)]  # the chain in span coordinates
+    return (_max_path_sum(reduced, tol, max_sweeps) / len(layers)) ** len(layers)
+
+
+def _max_path_sum(layers: list[np.ndarray], tol: float, max_sweeps: int) -> float:
+    """max Σ_ℓ e_ℓᵀ W_ℓ e_{ℓ−1} over unit e_1 … e_{L−1}, with e_0, e_L the 1-vectors of a chain that
+    starts and ends in one dimension (block-coordinate ascent from the forward path)."""
+    e = [np.ones(1)]
+    for w in layers[:-1]:
+        e.append(_unit(w @ e[-1]))
+    e.append(np.ones(1))
+
+    def path_sum() -> float:
+        return float(sum(e[k + 1] @ w @ e[k] for k, w in enumerate(layers)))
+
+    total = path_sum()
+    for _ in range(max_sweeps):
+        for k in range(1, len(layers)):
+            e[k] = _unit(layers[k - 1] @ e[k - 1] + layers[k].T @ e[k + 1])
+        total, previous = path_sum(), total
+        if total - previous <= tol * abs(total):
+            break
+    return total
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    norm = np.linalg.norm(v)
+    if norm == 0.0:
+        raise ValueError("the weights carry nothing along the teacher direction (a zero path)")
+    return v / norm

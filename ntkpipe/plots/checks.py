@@ -1,0 +1,218 @@
+"""Automatic checks of a drawn figure: what a reader would see as a defect.
+
+:func:`figure_defects` draws the figure (Agg) and returns one message per defect:
+
+* a text (title, axis or tick label, legend entry, annotation) that extends beyond the figure;
+* two drawn tick labels of one axis that overlap;
+* an axis whose plotted data are all integers (depth, index j, epochs) with ticks between them;
+* a line hidden under another: both drawn with the same line style and marker through the same
+  points (within a pixel), so only the later one shows;
+* a legend drawn over plotted data (lines, markers).
+
+Only what is drawn counts: invisible artists, empty texts and ticks outside the view are skipped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.path import Path
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
+
+PIXEL = 1.0  # tolerance of every comparison in display space
+
+
+def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
+    """The defects of ``fig``, one message each (empty for a clean figure). ``fig`` is drawn first
+    unless ``drawn`` says it was just drawn on its Agg canvas unchanged (e.g. saved as PNG)."""
+    renderer = fig.canvas.get_renderer() if drawn and isinstance(fig.canvas, FigureCanvasAgg) else draw(fig)
+    defects = texts_outside(fig, renderer)
+    for name, ax in _named_axes(fig):
+        for axis in (ax.xaxis, ax.yaxis):
+            defects += [f"{name}: {m}" for m in _overlapping_tick_labels(axis, renderer)]
+            defects += [f"{name}: {m}" for m in _fractional_ticks(ax, axis)]
+        defects += [f"{name}: {m}" for m in _hidden_lines(ax)]
+        defects += [f"{name}: {m}" for m in _legend_over_data(ax, renderer)]
+    return defects
+
+
+def draw(fig: Figure):
+    """Draw ``fig`` on an Agg canvas (layout included); return the renderer."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def drawn_ticks(axis: Axis) -> list:
+    """The major and minor ticks of ``axis`` inside its view interval (those matplotlib draws)."""
+    scale = axis.get_transform()
+    lo, hi = sorted(scale.transform(np.asarray(axis.get_view_interval(), np.float64)))
+    span = max(hi - lo, 1e-300)
+    ticks = []
+    for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+        loc = float(scale.transform(np.asarray([tick.get_loc()], np.float64))[0])
+        if np.isfinite(loc) and lo - 1e-9 * span <= loc <= hi + 1e-9 * span:
+            ticks.append(tick)
+    return ticks
+
+
+def drawn_tick_labels(axis: Axis) -> list[tuple[float, Text]]:
+    """(tick value, label) of every visible, non-empty tick label that is drawn."""
+    if not (axis.get_visible() and axis.axes.get_visible() and axis.axes.axison):
+        return []
+    return [(tick.get_loc(), label) for tick in drawn_ticks(axis) if tick.get_visible()
+            for label in (tick.label1, tick.label2) if shown(label)]
+
+
+def shown(text: Text) -> bool:
+    """Whether ``text`` is visible and not blank."""
+    return bool(text.get_visible() and text.get_text().strip())
+
+
+def _named_axes(fig: Figure) -> list[tuple[str, Axes]]:
+    """Every axes with a name for messages: its title, else its position."""
+    return [(f"axes {i} ({ax.get_title()!r})" if ax.get_title() else f"axes {i}", ax) for i, ax in enumerate(fig.axes)]
+
+
+def _texts(fig: Figure) -> list[Text]:
+    """Every drawn text: figure texts, titles, axis labels, drawn tick labels, legends, annotations."""
+    tick_texts = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in
+                  axis.get_major_ticks() + axis.get_minor_ticks() for t in (tick.label1, tick.label2)}
+    texts = [t for t in fig.findobj(Text) if id(t) not in tick_texts and shown(t) and _parents_visible(t)]
+    texts += [t for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for _, t in drawn_tick_labels(axis)]
+    return texts
+
+
+def _parents_visible(text: Text) -> bool:
+    """Whether the axes and legend that hold ``text`` (if any) are drawn."""
+    ax = text.axes
+    if ax is None:
+        return True
+    legend = ax.get_legend()
+    return ax.get_visible() and not (legend is not None and not legend.get_visible() and text in legend.get_texts())
+
+
+def texts_outside(fig: Figure, renderer) -> list[str]:
+    """A message for each drawn text that extends beyond the figure by more than a pixel."""
+    box = fig.bbox
+    out = []
+    for text in _texts(fig):
+        b = text.get_window_extent(renderer)
+        over = {"left": box.x0 - b.x0, "right": b.x1 - box.x1, "bottom": box.y0 - b.y0, "top": b.y1 - box.y1}
+        sides = [f"{side} by {px:.0f} px" for side, px in over.items() if px > PIXEL]
+        if sides:
+            out.append(f"text {_short(text)} extends beyond the figure ({', '.join(sides)})")
+    return out
+
+
+def _short(text: Text) -> str:
+    s = " ".join(text.get_text().split())
+    return repr(s if len(s) <= 60 else s[:57] + "...")
+
+
+def _overlap(a: Bbox, b: Bbox) -> bool:
+    return min(a.x1, b.x1) - max(a.x0, b.x0) > PIXEL and min(a.y1, b.y1) - max(a.y0, b.y0) > PIXEL
+
+
+def _overlapping_tick_labels(axis: Axis, renderer) -> list[str]:
+    labels = [(text, text.get_window_extent(renderer)) for _, text in drawn_tick_labels(axis)]
+    return [f"{axis.axis_name} tick labels {_short(a)} and {_short(b)} overlap"
+            for i, (a, box_a) in enumerate(labels) for b, box_b in labels[i + 1:] if _overlap(box_a, box_b)]
+
+
+def data_lines(ax: Axes) -> list[Line2D]:
+    """The visible lines of ``ax`` drawn in data coordinates with at least one finite point."""
+    lines = []
+    for line in ax.get_lines():
+        if not line.get_visible() or not line.get_transform().contains_branch(ax.transData):
+            continue
+        xy = np.asarray(line.get_xydata(), np.float64)
+        if np.isfinite(xy).all(axis=1).any():
+            lines.append(line)
+    return lines
+
+
+def integer_data(ax: Axes, axis: Axis) -> bool:
+    """Whether ``axis`` is linear and every finite value plotted along it is an integer (≥ 2 distinct)."""
+    if axis.get_scale() != "linear":
+        return False
+    column = 0 if axis is ax.xaxis else 1
+    values = [np.asarray(line.get_xydata(), np.float64)[:, column] for line in data_lines(ax)]
+    values = np.concatenate(values) if values else np.empty(0)
+    values = values[np.isfinite(values)]
+    return np.unique(values).size >= 2 and bool(np.all(values == np.round(values)))
+
+
+def _fractional_ticks(ax: Axes, axis: Axis) -> list[str]:
+    if not integer_data(ax, axis):
+        return []
+    fractional = [loc for loc, _ in drawn_tick_labels(axis) if abs(loc - round(loc)) > 1e-9 * max(1.0, abs(loc))]
+    if not fractional:
+        return []
+    return [f"{axis.axis_name} axis plots integers ({axis.get_label_text() or 'unlabelled'}) but has ticks at "
+            + ", ".join(f"{v:g}" for v in fractional)]
+
+
+def line_style(line: Line2D) -> tuple:
+    """What tells two lines apart besides colour: dash pattern (with offset) and marker."""
+    dashes = line._unscaled_dash_pattern if line.get_linestyle() not in ("None", " ", "") else None
+    return dashes, line.get_marker() if line.get_marker() not in (None, "None", " ", "") else None
+
+
+def coincide(a: Line2D, b: Line2D, pixels: float = PIXEL) -> bool:
+    """Whether two lines pass through the same points, within ``pixels`` on screen."""
+    xa, xb = a.get_xydata(), b.get_xydata()
+    if xa.shape != xb.shape:
+        return False
+    da, db = a.get_transform().transform(xa), b.get_transform().transform(xb)
+    finite = np.isfinite(da).all(1) & np.isfinite(db).all(1)
+    same_gaps = np.array_equal(np.isfinite(da).all(1), np.isfinite(db).all(1))
+    return same_gaps and finite.any() and bool(np.all(np.abs(da[finite] - db[finite]) <= pixels))
+
+
+def _hidden_lines(ax: Axes) -> list[str]:
+    lines = sorted(data_lines(ax), key=lambda line: line.get_zorder())  # draw order (stable)
+    out = []
+    for i, under in enumerate(lines):
+        for over in lines[i + 1:]:
+            if line_style(under) == line_style(over) and coincide(under, over):
+                out.append(f"line {_line_name(under)} is hidden under {_line_name(over)} "
+                           "(same points, same style and marker)")
+                break
+    return out
+
+
+def _line_name(line: Line2D) -> str:
+    label = line.get_label()
+    return repr(label) if label and not label.startswith("_") else f"({len(line.get_xydata())} points)"
+
+
+def legend_covers(ax: Axes, renderer) -> list[Line2D]:
+    """The data lines of ``ax`` that pass through its legend's box (marker-only lines: a point inside)."""
+    legend = ax.get_legend()
+    if legend is None or not legend.get_visible() or not legend.get_texts():
+        return []
+    box = legend.get_window_extent(renderer)
+    inner = Bbox.from_extents(box.x0 + PIXEL, box.y0 + PIXEL, box.x1 - PIXEL, box.y1 - PIXEL)
+    covered = []
+    for line in data_lines(ax):
+        xy = line.get_transform().transform(line.get_xydata())
+        xy = xy[np.isfinite(xy).all(1)]
+        if line_style(line)[0] is not None and len(xy) > 1:
+            hit = Path(xy).intersects_bbox(inner, filled=False)
+        else:
+            hit = bool(((xy[:, 0] > inner.x0) & (xy[:, 0] < inner.x1)
+                        & (xy[:, 1] > inner.y0) & (xy[:, 1] < inner.y1)).any())
+        if hit:
+            covered.append(line)
+    return covered
+
+
+def _legend_over_data(ax: Axes, renderer) -> list[str]:
+    covered = legend_covers(ax, renderer)
+    return [f"legend covers data ({', '.join(_line_name(line) for line in covered[:3])})"] if covered else []

@@ -1,0 +1,179 @@
+"""The clean-up every figure kind ends with, so that :func:`ntkpipe.plots.checks.figure_defects`
+finds nothing: coincident lines get distinct markers and dashes, integer axes integer ticks, the
+title and long labels are wrapped to fit, legends move outside the axes when they would cover
+data, and tick labels that would overlap are left out (majors kept first)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.ticker import FixedLocator, Formatter, MaxNLocator
+
+from ntkpipe.plots.checks import (PIXEL, coincide, data_lines, draw, drawn_tick_labels, integer_data, legend_covers,
+                                  line_style, texts_outside)
+
+LEGEND = {"fontsize": 8, "frameon": False}
+MARKERS = ["s", "^", "D", "v", "P", "X", "o"]
+LAYOUT_SLACK = 3.0  # lines are compared before the layout sizes the axes: a wider tolerance than the check's
+
+
+def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 11) -> Figure:
+    """Title ``fig``, give ``legend_axes`` that have labelled artists (and no legend yet) their
+    legends and apply every clean-up (module docstring).
+
+    The constrained layout is computed again after wrapping texts or moving legends (or while a
+    text is still outside), then frozen: leaving out tick labels only frees space, and later draws
+    (checks, saving) skip it."""
+    for ax in fig.axes:
+        separate_coincident_lines(ax)
+        integer_ticks(ax)
+    legend_axes = [ax for ax in legend_axes if ax.get_legend() or ax.get_legend_handles_labels()[0]]
+    for ax in legend_axes:
+        if ax.get_legend() is None:  # a legend drawn before (e.g. of chosen handles) is kept
+            ax.legend(loc="best", **LEGEND)
+    suptitle = fig.suptitle(title, fontsize=fontsize)
+    renderer = draw(fig)
+    for _ in range(3):  # one pass may not settle (fixed-aspect images, colour bars): redraw then
+        changed = fit_texts(fig, suptitle, renderer)
+        covering = [ax for ax in legend_axes if legend_covers(ax, renderer)]
+        if covering:
+            move_legends_outside(fig, covering, renderer)
+        if not (changed or covering or texts_outside(fig, renderer)):
+            break
+        renderer = draw(fig)
+    thin_tick_labels(fig, renderer)
+    fig.set_layout_engine("none")
+    return fig
+
+
+def separate_coincident_lines(ax: Axes) -> None:
+    """Lines drawn through the same points with the same style would hide all but the last: each
+    of n such lines gets dashes of its own phase (dash 3, gap 3(n − 1): the colours alternate along
+    the line) and, if it has markers, every one after the first a larger hollow marker of its own
+    shape (the first's filled marker shows inside)."""
+    ax.viewLim  # noqa: B018 -- autoscale now, so that coincidence is judged in the final data limits
+    groups: list[list[Line2D]] = []
+    for line in sorted(data_lines(ax), key=lambda line: line.get_zorder()):  # drawing order
+        group = next((g for g in groups if line_style(g[0]) == line_style(line)
+                      and coincide(g[0], line, LAYOUT_SLACK * PIXEL)), None)
+        if group is None:
+            groups.append([line])
+        else:
+            group.append(line)
+    for group in groups:
+        n = len(group)
+        for k, line in enumerate(group if n > 1 else []):
+            if line_style(line)[0] is not None:
+                line.set_linestyle((3.0 * k, (3.0, 3.0 * (n - 1))))
+            if k and line_style(line)[1] is not None:
+                line.set_marker(MARKERS[(k - 1) % len(MARKERS)])
+                line.set_fillstyle("none")
+                line.set_markersize(1.8 * line.get_markersize())
+
+
+def integer_ticks(ax: Axes) -> None:
+    """Integer-valued data (depth, index j, epochs) get integer ticks, unless the ticks were set."""
+    for axis in (ax.xaxis, ax.yaxis):
+        if integer_data(ax, axis) and not isinstance(axis.get_major_locator(), FixedLocator):
+            axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def fit_texts(fig: Figure, suptitle: Text, renderer) -> bool:
+    """Wrap the figure title and x labels to the figure's width, axes titles to their axes' width
+    and y labels to the figure's height. Returns whether any text was wrapped."""
+    pad = 8.0
+    changed = wrap_to(suptitle, fig.bbox.width - 2 * pad, renderer)
+    for ax in fig.axes:
+        changed |= wrap_to(ax.title, max(ax.bbox.width, 0.9 * fig.bbox.width / len(fig.axes)), renderer)
+        changed |= wrap_to(ax.xaxis.label, fig.bbox.width - 2 * pad, renderer)
+        changed |= wrap_to(ax.yaxis.label, fig.bbox.height - 2 * pad, renderer)
+    return changed
+
+
+def wrap_to(text: Text, pixels: float, renderer) -> bool:
+    """Re-wrap ``text`` (at spaces, keeping its line breaks) until it is at most ``pixels`` long
+    along its direction. Returns whether it was re-wrapped."""
+    paragraphs = [" ".join(line.split()) for line in text.get_text().split("\n")]
+    changed = False
+    for _ in range(8):
+        if not any(paragraphs):
+            break
+        box = text.get_window_extent(renderer)
+        length = box.height if text.get_rotation() % 180 == 90 else box.width
+        if length <= pixels:
+            break
+        longest = max(len(line) for line in text.get_text().split("\n"))
+        chars = max(int(longest * pixels / length) - 1, 8)
+        text.set_text("\n".join(textwrap.fill(p, chars, break_long_words=False) for p in paragraphs))
+        changed = True
+    return changed
+
+
+def move_legends_outside(fig: Figure, axes: list[Axes], renderer) -> None:
+    """Legends that cover data go to the right of their axes; the figure widens by their width."""
+    extra = 0.0
+    for ax in axes:
+        legend = ax.get_legend()
+        width = legend.get_window_extent(renderer).width
+        ncols = 1 if legend.get_window_extent(renderer).height < 0.95 * fig.bbox.height else 2
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, ncols=ncols, **LEGEND)
+        extra += ncols * width + 12.0
+    fig.set_figwidth(fig.get_figwidth() + extra / fig.dpi)
+
+
+class HiddenLabels(Formatter):
+    """``base`` with the labels at the ``hidden`` tick values left empty."""
+
+    def __init__(self, base: Formatter, hidden):
+        self.base, self.hidden = base, np.asarray(sorted(hidden), np.float64)
+
+    def set_axis(self, axis):
+        super().set_axis(axis)
+        self.base.set_axis(axis)
+
+    def set_locs(self, locs):
+        self.base.set_locs(locs)
+
+    def get_offset(self):
+        return self.base.get_offset()
+
+    def __call__(self, x, pos=None):
+        if np.isclose(x, self.hidden, rtol=1e-9, atol=0.0).any():
+            return ""
+        return self.base(x, pos)
+
+
+def thin_tick_labels(fig: Figure, renderer) -> bool:
+    """Leave out tick labels that overlap one already kept (major labels first, in order along the
+    axis). Returns whether any label was left out."""
+    changed = False
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            changed |= _thin_axis(axis, renderer)
+    return changed
+
+
+def _thin_axis(axis: Axis, renderer) -> bool:
+    major = {id(t.label1) for t in axis.get_major_ticks()} | {id(t.label2) for t in axis.get_major_ticks()}
+    labels = sorted(drawn_tick_labels(axis), key=lambda item: (id(item[1]) not in major, item[0]))
+    kept, hidden = [], {True: set(), False: set()}
+    for value, text in labels:
+        box = text.get_window_extent(renderer).padded(1.0)
+        if any(box.overlaps(other) for other in kept):
+            hidden[id(text) in major].add(value)
+        else:
+            kept.append(box)
+    for is_major, values in hidden.items():
+        if values:
+            current = axis.get_major_formatter() if is_major else axis.get_minor_formatter()
+            if isinstance(current, HiddenLabels):
+                values |= set(current.hidden.tolist())
+                current = current.base
+            (axis.set_major_formatter if is_major else axis.set_minor_formatter)(HiddenLabels(current, values))
+    return bool(hidden[True] or hidden[False])
