@@ -24,6 +24,9 @@ from ntkpipe.errors import ResultError
 from ntkpipe.store import read_store
 
 RUN = "run"
+RUN_ATTRS = {"long_name": "run", "description": "one entry per run of a union sweep: the index of its sweep axes' "
+             "values (levels), so ds.sel(<axis>=<value>) selects a sub-grid's runs and .unstack('run') makes "
+             "it a dense grid"}
 
 
 def axis_order(values) -> list:
@@ -67,6 +70,7 @@ def index_runs(ds: xr.Dataset, source: str | Path = "dataset") -> xr.Dataset:
     if index.has_duplicates:
         raise ResultError(f"{source}: two runs share the axis values {dict(zip(axes, index[index.duplicated()][0]))}; "
                           "delete it and rerun the aggregation")
+    ds[RUN].attrs.update(RUN_ATTRS)
     return ds
 
 

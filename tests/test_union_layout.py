@@ -66,6 +66,7 @@ def test_union_is_stored_along_run_without_holes(study):
 def test_selecting_a_sub_grid_gives_its_runs_and_no_nan(study):
     _, path, t_half = study
     ds = open_dataset(path)
+    assert all(ds[name].attrs.get("long_name") and ds[name].attrs.get("description") for name in [*ds.variables])
     for depth, sigmas in SIGMAS.items():
         sub = ds.sel(depth=depth)
         assert sub["t_half"].sizes == {"run": 4} and bool(sub["t_half"].notnull().all())
