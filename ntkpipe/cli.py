@@ -1,5 +1,5 @@
-"""``ntkpipe`` command line: validate a spec, show its plan, summarize a result store, verify and
-clean the results directory, check figures."""
+"""``ntkpipe`` command line: validate a spec, show its plan, say why jobs would run, summarize a
+result store, verify and clean the results directory, check figures."""
 
 from __future__ import annotations
 
@@ -66,6 +66,20 @@ def cmd_plan(args) -> int:
         state, why = _state(final.path, final.id)
         print(f"final    {final.id}  {state:5}  run {final.run.id}: {', '.join(m.name for m in final.items)}{why}")
     print(f"{done}/{len(plan.runs)} runs done")
+    return 0
+
+
+def cmd_why(args) -> int:
+    from ntkpipe.why import why_lines
+    from ntkpipe.workflow import build_index
+
+    index = build_index(args.specs, args.results, args.variant, args.studies or None)
+    for plan in index.plans.values():
+        lines = why_lines(plan)
+        jobs = sum(not line.startswith(" ") for line in lines)
+        print(f"{plan.tag}: {jobs} jobs to run" if jobs else f"{plan.tag}: up to date")
+        for line in lines:
+            print(f"  {line}")
     return 0
 
 
@@ -173,6 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variant", default="default")
     p.add_argument("--results", default="results")
     p.set_defaults(func=cmd_plan)
+    p = sub.add_parser("why", help="for each job snakemake would run, why: a new sweep point, an invalid store, "
+                                   "or the spec keys that changed (old → new)")
+    p.add_argument("studies", nargs="*", help="study names (default: every spec in --specs)")
+    p.add_argument("--specs", default="specs")
+    p.add_argument("--results", default="results")
+    p.add_argument("--variant", default="default")
+    p.set_defaults(func=cmd_why)
     p = sub.add_parser("show", help="summarize a result store (.zarr)")
     p.add_argument("store")
     p.set_defaults(func=cmd_show)

@@ -1,5 +1,7 @@
 # One figure per job; its params are only that figure's settings, so a figure edit reruns only it.
+# Each figure is a `snakemake --report` item, captioned from the spec (ntkpipe.report).
 import ntkpipe.jobs
+from ntkpipe.report import figure_caption
 from ntkpipe.resources import runtime_minutes
 from ntkpipe.spec.identity import canonical_json
 
@@ -8,11 +10,13 @@ rule plot:
     input:
         lambda wc: INDEX.plans[wc.tag].dataset_path,
     output:
-        f"{RESULTS}/{{tag}}/figures/{{figure}}.png",
+        report(f"{RESULTS}/{{tag}}/figures/{{figure}}.png", caption="../report/caption.rst", category="{tag}",
+               subcategory="figures", labels={"item": "{figure}"}),
     log:
         f"{RESULTS}/logs/plot/{{tag}}/{{figure}}.log",
     params:
         config=lambda wc: canonical_json(INDEX.plans[wc.tag].figure_config(wc.figure)),
+        caption=lambda wc: figure_caption(INDEX.plans[wc.tag], wc.figure),
     resources:
         mem_mb=2048,
         runtime=runtime_minutes("plot", config),

@@ -60,7 +60,7 @@ def _reference(run: RunContext, path) -> dict[str, float]:
 
 def _evolve(job: RunJob, run: RunContext) -> Trajectory:
     """The network trained, or the kernel kind evolved, with measurements at every checkpoint."""
-    spec, measure, label = job.spec, _checkpoint_measure(run), f"run {job.id[:8]}"
+    spec, measure, label = job.spec, _checkpoint_measure(run), job.label or f"run {job.id[:8]}"
     if spec.model.kind in KERNEL_KINDS:
         return evolve_kernel(spec.model.kind, _kernel_start(run), spec.train, gamma=spec.model.gamma,
                              lr_scale=learning_rate_scale(spec.model),

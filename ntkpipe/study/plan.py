@@ -43,6 +43,8 @@ class RunJob:
     path: Path
     stage_paths: dict[str, Path] = field(default_factory=dict)
     finals: tuple[MeasureItem, ...] = ()
+    label: str = ""
+    """The study tag and the sweep point (``depth_scaling σ=0.03 depth=3 seed=1``), for progress lines."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ class StudyPlan:
     finals: dict[str, FinalJob] = field(default_factory=dict)
     """By run id: the final job of each run whose store lacks some of the study's final items."""
 
+    @property
+    def table_path(self) -> Path:
+        """The study table for the report (:mod:`ntkpipe.jobs.table`), next to the dataset."""
+        return self.dataset_path.parent / f"{self.tag}_summary.csv"
+
     def aggregate_config(self) -> dict:
         """What the study dataset depends on besides its run stores, and a hash of the whole resolved
         spec, which the dataset stores (``study_spec``): editing a title or a description rewrites the
@@ -93,12 +100,23 @@ def study_tag(name: str, variant: str) -> str:
     return name if variant == DEFAULT_VARIANT else f"{name}-{variant}"
 
 
+POINT_SYMBOLS = {"sigma": "σ", "gamma": "γ", "lr": "η"}
+
+
+def point_label(tag: str, point: dict) -> str:
+    """``<tag> σ=0.03 depth=3 seed=1``: the study and a sweep point's values (floats to 3 digits)."""
+    values = (f"{POINT_SYMBOLS.get(k, k)}={v:.3g}" if isinstance(v, float) else f"{POINT_SYMBOLS.get(k, k)}={v}"
+              for k, v in point.items())
+    return " ".join([tag, *values])
+
+
 def plan_study(study: Study, results: str | Path = "results") -> StudyPlan:
     """Resolve every run and stage of ``study`` to an id and a path."""
     results = Path(results)
     tag = study_tag(study.name, study.variant)
     stages: dict[str, StageJob] = {}
-    runs = [_plan_run(study, run, results, stages) for run in study.runs]
+    runs = [replace(_plan_run(study, run, results, stages), label=point_label(tag, point))
+            for run, point in zip(study.runs, study.points)]
     listed = {job.id for job in runs}
     support: dict[str, RunJob] = {}
     for i, job in enumerate(runs):
@@ -106,7 +124,7 @@ def plan_study(study: Study, results: str | Path = "results") -> StudyPlan:
             network = job.spec.model_copy(update={"model": job.spec.model.model_copy(update={"kind": "network"})})
             ref = _plan_run(study, network, results, stages)
             if ref.id not in listed:
-                support.setdefault(ref.id, replace(ref, finals=()))
+                support.setdefault(ref.id, replace(ref, finals=(), label=f"{job.label} (network)"))
             runs[i] = replace(job, stage_paths={**job.stage_paths, "reference": ref.path})
     figures = {f.name: results / tag / "figures" / f"{f.name}.png" for f in study.spec.figures}
     finals = plan_finals(runs, results, lambda job: held_items(job, job))

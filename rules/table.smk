@@ -1,0 +1,20 @@
+# One compact table per study (its scalar variables averaged over seeds), for `snakemake --report`.
+import ntkpipe.jobs
+from ntkpipe.report import table_caption
+
+
+rule table:
+    input:
+        lambda wc: INDEX.plans[wc.tag].dataset_path,
+    output:
+        report(f"{RESULTS}/{{tag}}/{{tag}}_summary.csv", caption="../report/caption.rst", category="{tag}",
+               subcategory="table", labels={"item": "summary table"}),
+    log:
+        f"{RESULTS}/logs/table/{{tag}}.log",
+    params:
+        caption=lambda wc: table_caption(INDEX.plans[wc.tag]),
+    resources:
+        mem_mb=2048,
+        runtime=runtime_minutes("plot", config),
+    run:
+        ntkpipe.jobs.logged(log[0], ntkpipe.jobs.study_table, INDEX.plans[wildcards.tag], output[0])
