@@ -1,6 +1,6 @@
 """Empirical neural tangent kernels (MLP-structured, Jacobian contraction, NTK-vector products),
 their readout / hidden split, Jacobian alignment, the mixed derivative ∇²ₓθ f behind neural
-anisotropy directions, eigenpairs."""
+anisotropy directions, top eigenpairs (eigh, Lanczos, randomized)."""
 
 from ntkpipe.ntk.alignment import jacobian_alignment
 from ntkpipe.ntk.alignment import jacobian_alignments
@@ -8,6 +8,7 @@ from ntkpipe.ntk.components import component_grams
 from ntkpipe.ntk.dispatch import NtkImplementation
 from ntkpipe.ntk.dispatch import choose_implementation
 from ntkpipe.ntk.dispatch import empirical_ntk
+from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.ntk.layout import flatten_gram
 from ntkpipe.ntk.mixed import mixed_gram
 from ntkpipe.ntk.mixed import neural_anisotropy_directions
@@ -24,4 +25,5 @@ __all__ = [
     "mixed_gram",
     "neural_anisotropy_directions",
     "stein_check",
+    "top_eigenpairs",
 ]

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-BlockKernel = Callable[[Int[Array, ""], Int[Array, ""]], Float[Array, "*L a b C C"]]
+BlockKernel = Callable[[Int[Array, ""], Int[Array, ""]], Float[Array, "..."]]
 
 
 def block_starts(n: int, size: int) -> list[int]:
@@ -24,19 +24,33 @@ def block_starts(n: int, size: int) -> list[int]:
     return sorted({min(start, n - size) for start in range(0, n, size)})
 
 
-@partial(jax.jit, donate_argnums=0, static_argnames="mirror")
-def _write_block(
-    out: Float[Array, "*L n1 n2 C C"],
-    block: Float[Array, "*L a b C C"],
+def _mirrored(block: Float[Array, "..."], output_axes: int) -> Float[Array, "..."]:
+    """The block of the transposed kernel: examples swapped, and outputs too when there are two."""
+    block = block.swapaxes(-2 - output_axes, -1 - output_axes)
+    return block.swapaxes(-2, -1) if output_axes == 2 else block
+
+
+def _place(out, block, row, col, output_axes: int):
+    leading = (0,) * (out.ndim - 2 - output_axes)
+    return lax.dynamic_update_slice(out, block.astype(out.dtype), (*leading, row, col) + (0,) * output_axes)
+
+
+def _write(
+    out: Float[Array, "..."],
+    block: Float[Array, "..."],
     row: Int[Array, ""],
     col: Int[Array, ""],
     mirror: bool,
-) -> Float[Array, "*L n1 n2 C C"]:
-    """``out`` with ``block`` at ``(row, col)``, or with its mirror ``K[j, i, d, c]`` at ``(col, row)``."""
+    output_axes: int,
+) -> Float[Array, "..."]:
+    """``out`` with ``block`` at ``(row, col)``, or with its mirror (:func:`_mirrored`) at ``(col, row)``."""
     if mirror:
-        block, row, col = block.swapaxes(-4, -3).swapaxes(-2, -1), col, row
-    leading = (0,) * (out.ndim - 4)
-    return lax.dynamic_update_slice(out, block, (*leading, row, col, 0, 0))
+        return _place(out, _mirrored(block, output_axes), col, row, output_axes)
+    return _place(out, block, row, col, output_axes)
+
+
+_write_block = partial(jax.jit, donate_argnums=0, static_argnames=("mirror", "output_axes"))(_write)
+"""Eager :func:`_write`, its output buffer donated (written in place)."""
 
 
 def assemble_gram(
@@ -44,23 +58,32 @@ def assemble_gram(
     shape: tuple[int, ...],
     sizes: tuple[int, int],
     symmetric: bool,
-) -> Float[Array, "*L n1 n2 C C"]:
-    """Fill a float64 array of ``shape = (*L, n1, n2, C, C)`` with ``block_kernel(row, col)``.
+    *,
+    output_axes: int = 2,
+    dtype=jnp.float64,
+) -> Float[Array, "..."]:
+    """Fill an array of ``shape = (*L, n1, n2, *O)`` and ``dtype`` with ``block_kernel(row, col)``.
 
-    ``block_kernel`` returns the ``(*L, sizes[0], sizes[1], C, C)`` block whose first entry is
-    ``(row, col)``. With ``symmetric`` (x2 is x1, equal sizes) only blocks with ``col >= row`` are
-    computed and each is also written mirrored, K[j, i, d, c] = K[i, j, c, d]. The output buffer is
-    donated to each write, which is awaited, so peak memory is the output plus one block.
+    ``O`` are the ``output_axes`` trailing output axes: ``(C, C)`` for the full kernel, ``(C,)`` for
+    its diagonal, ``()`` for its trace. ``block_kernel`` returns the ``(*L, sizes[0], sizes[1], *O)``
+    block whose first entry is ``(row, col)``. With ``symmetric`` (x2 is x1, equal sizes) only
+    blocks with ``col >= row`` are computed and each is also written mirrored,
+    K[j, i, d, c] = K[i, j, c, d]. Eagerly, the output buffer is donated to each write, which is
+    awaited, so peak memory is the output plus one block. Under tracing (``jax.jit``, ``vmap``) the
+    writes become one traced program and nothing is awaited: the caller blocks on the result.
     """
-    out = jnp.zeros(shape, jnp.float64)
-    for row in block_starts(shape[-4], sizes[0]):
-        for col in block_starts(shape[-3], sizes[1]):
+    out = jnp.zeros(shape, dtype)
+    for row in block_starts(shape[-2 - output_axes], sizes[0]):
+        for col in block_starts(shape[-1 - output_axes], sizes[1]):
             if symmetric and col < row:
                 continue
             row_index, col_index = jnp.asarray(row), jnp.asarray(col)
             block = block_kernel(row_index, col_index)
-            out = _write_block(out, block, row_index, col_index, mirror=False)
+            traced = isinstance(block, jax.core.Tracer)  # inside jit / vmap: no buffer to donate or await
+            write = _write if traced else _write_block
+            out = write(out, block, row_index, col_index, mirror=False, output_axes=output_axes)
             if symmetric and col > row:
-                out = _write_block(out, block, row_index, col_index, mirror=True)
-            out.block_until_ready()
+                out = write(out, block, row_index, col_index, mirror=True, output_axes=output_axes)
+            if not traced:
+                out.block_until_ready()
     return out

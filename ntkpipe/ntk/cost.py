@@ -30,9 +30,13 @@ class GenericCosts(NamedTuple):
 
 
 def forward_flops(model: eqx.Module, example: Float[Array, "..."]) -> float:
-    """[FP]: FLOPs of ``model`` on one ``example``, from XLA's cost analysis of the lowered forward pass."""
+    """[FP]: FLOPs of ``model`` on one ``example``, from XLA's cost analysis of the lowered forward pass.
+
+    Only shapes and dtypes are used, so ``model`` and ``example`` may be tracers (inside ``jax.jit``).
+    """
     arrays, rest = eqx.partition(model, eqx.is_array)
-    lowered = jax.jit(lambda a, x: eqx.combine(a, rest)(x)).lower(arrays, example)
+    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), (arrays, example))
+    lowered = jax.jit(lambda a, x: eqx.combine(a, rest)(x)).lower(*abstract)
     return float(lowered.cost_analysis()["flops"])
 
 

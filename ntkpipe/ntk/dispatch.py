@@ -1,4 +1,4 @@
-"""Entry point for empirical NTKs: choose the implementation, cast to float64, compute."""
+"""Entry point for empirical NTKs: choose the implementation, cast to float64 (or float32), compute."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from jaxtyping import Array, ArrayLike, Float
 from ntkpipe.ntk.cost import generic_costs
 from ntkpipe.ntk.jacobian import jacobian_ntk
 from ntkpipe.ntk.mlp_layers import mlp_layers_ntk, structured_mlp
-from ntkpipe.ntk.precision import to_float64
+from ntkpipe.ntk.outputs import Outputs, check_outputs
+from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.ntk.vector_products import vector_products_ntk
 
 
@@ -73,15 +74,17 @@ def empirical_ntk(
     per_layer: bool = False,
     implementation: NtkImplementation | str = NtkImplementation.AUTO,
     block_size: int = 256,
-) -> Float[Array, "*L n1 n2 C C"]:
-    r"""Empirical neural tangent kernel of ``model`` over its trainable parameters, in float64.
+    outputs: Outputs = "full",
+    dtype=jnp.float64,
+) -> Float[Array, "..."]:
+    r"""Empirical neural tangent kernel of ``model`` over its trainable parameters, in float64 (or float32).
 
     .. math::
         K_{ijcd} = \sum_θ \frac{∂f_c(x^1_i)}{∂θ} \frac{∂f_d(x^2_j)}{∂θ}
         \qquad \text{(linearized-networks Eq. 2; } Θ = J(X_1) J(X_2)^⊤\text{)}
 
     θ runs over ``ntkpipe.models.trainable(model)`` (for a ``Linearized`` model: ``params``, whose
-    NTK is the constant NTK of ``origin``). Parameters and inputs are cast to float64.
+    NTK is the constant NTK of ``origin``). Parameters and inputs are cast to float64 (``dtype``).
 
     With ``per_layer=True`` the sum over θ is split by weight layer: component ℓ sums W_ℓ and b_ℓ,
     and the components add up to the full kernel. The readout/hidden split of the kernel-alignment
@@ -89,6 +92,9 @@ def empirical_ntk(
     ``NTK_VECTOR_PRODUCTS``; e.g. a :class:`~ntkpipe.models.CNN`: conv layers, dense layers, readout) the
     components follow :func:`ntkpipe.models.layer_components`: the first sequence index in a
     leaf's pytree path (``layers[ℓ].weight`` → ℓ).
+
+    Works inside ``jax.jit`` and ``jax.vmap`` (model and inputs traced): the blocks are traced into
+    one program and nothing is awaited, so the caller blocks on the result.
 
     Args:
         model: equinox module mapping one example ``(D,)`` (or any per-example shape) to ``(C,)``.
@@ -100,13 +106,28 @@ def empirical_ntk(
             shape; memory grows with it (``JACOBIAN``: ∝ block_size·C·#params;
             ``NTK_VECTOR_PRODUCTS``: also ∝ block_size²·C·activations). Any value gives
             the same kernel. With ``x2=None`` only blocks on and above the diagonal are computed.
+        outputs: which output pairs (:mod:`ntkpipe.ntk.outputs`): ``"full"`` K_ijcd;
+            ``"diagonal"`` K_ijcc, shape ``(n1, n2, C)`` (neural-tangents ``diagonal_axes=(-1,)``);
+            ``"trace"`` Σ_c K_ijcc, shape ``(n1, n2)`` (neural-tangents ``trace_axes=(-1,)``).
+            Neither builds the C × C blocks; ``MLP_LAYERS`` and ``JACOBIAN`` also do C (diagonal)
+            or 1 (trace) instead of C² products per example pair.
+        dtype: ``jnp.float64`` or ``jnp.float32``, the dtype of the parameters, inputs, GEMMs and
+            result. In float32 the per-layer (``MLP_LAYERS``) and per-leaf (``JACOBIAN``) terms are
+            summed in float64 before rounding; XLA's float32 × float32 → float64 dot is an upcast on
+            CPU (slower than float64), so the GEMMs themselves accumulate in float32. Measured
+            max |K32 − K64| / max |K64|: 2–5e-7 for full, diagonal and traced kernels of width-256
+            MLPs (depth 2–4, ReLU/tanh, biases, C = 1–10, n = 64) by all three implementations,
+            4e-7 (``mlp_layers``, width 500, n = 400) and 2e-7 (``jacobian``) in
+            ``benchmarks/ntk_options.py``; ``tests/test_ntk_options.py`` bounds it by 1e-5.
 
     Returns:
-        ``(n1, n2, C, C)``, or ``(L, n1, n2, C, C)`` with ``per_layer=True``; use
-        :func:`flatten_gram` for the ``(n1·C, n2·C)`` matrix.
+        ``(n1, n2, C, C)`` (``(n1, n2, C)``, ``(n1, n2)`` for ``outputs`` ``"diagonal"``,
+        ``"trace"``), with a leading ``L`` axis with ``per_layer=True``; use :func:`flatten_gram`
+        for the ``(n1·C, n2·C)`` matrix of the full kernel.
 
     Raises:
-        ValueError: ``block_size < 1``.
+        ValueError: ``block_size < 1``, an unknown ``outputs``, or a ``dtype`` other than
+            float32 / float64.
         TypeError: ``MLP_LAYERS`` was asked for a model that is not (a linearization of) an MLP.
 
     Example:
@@ -118,19 +139,24 @@ def empirical_ntk(
     implementation = NtkImplementation(implementation)
     if block_size < 1:
         raise ValueError(f"block_size must be a positive number of examples, got {block_size}")
-    model = to_float64(model)
-    x1 = jnp.asarray(x1, jnp.float64)
-    x2 = None if x2 is None else jnp.asarray(x2, jnp.float64)
+    check_outputs(outputs)
+    dtype = jnp.dtype(dtype)
+    if dtype not in (jnp.dtype(jnp.float64), jnp.dtype(jnp.float32)):
+        raise ValueError(f"dtype must be float64 or float32, got {dtype}")
+    model = cast_floats(model, dtype)
+    x1 = jnp.asarray(x1, dtype)
+    x2 = None if x2 is None else jnp.asarray(x2, dtype)
+    options = {"per_layer": per_layer, "block_size": block_size, "outputs": outputs}
     if implementation is NtkImplementation.AUTO:
         implementation = choose_implementation(model, x1, x2)
     if implementation is NtkImplementation.JACOBIAN:
-        return jacobian_ntk(model, x1, x2, per_layer=per_layer, block_size=block_size)
+        return jacobian_ntk(model, x1, x2, **options)
     if implementation is NtkImplementation.NTK_VECTOR_PRODUCTS:
-        return vector_products_ntk(model, x1, x2, per_layer=per_layer, block_size=block_size)
+        return vector_products_ntk(model, x1, x2, **options)
     mlp = structured_mlp(model)
     if mlp is None:
         raise TypeError(
             f"NtkImplementation.MLP_LAYERS needs an ntkpipe MLP or a Linearized MLP, got "
             f"{type(model).__name__}; use NtkImplementation.JACOBIAN (or AUTO) for other models"
         )
-    return mlp_layers_ntk(mlp, x1, x2, per_layer=per_layer, block_size=block_size)
+    return mlp_layers_ntk(mlp, x1, x2, **options)

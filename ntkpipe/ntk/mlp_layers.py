@@ -6,6 +6,16 @@ With z_ℓ = c_ℓ W_ℓ h_{ℓ-1} + b_ℓ and g_ℓ(x) = ∂f/∂z_ℓ ∈ R^{C
     K_ℓ^{cd}(x, x') = ⟨g_ℓ^c(x), g_ℓ^d(x')⟩ · (c_ℓ² ⟨h_{ℓ-1}(x), h_{ℓ-1}(x')⟩ + [bias])
 
 and Θ = Σ_ℓ K_ℓ. Features cost O(n·C·Σ n_ℓ) memory; the Gram is built block by block.
+
+Traced and diagonal kernels contract the output side before the GEMM. The layer factor
+s_ℓ(x, x') = c_ℓ² ⟨h_{ℓ-1}(x), h_{ℓ-1}(x')⟩ + [bias] does not depend on c, so
+
+    K_ℓ^{cc}(x, x') = ⟨g_ℓ^c(x), g_ℓ^c(x')⟩ · s_ℓ(x, x')
+    Σ_c K_ℓ^{cc}(x, x') = (Σ_c ⟨g_ℓ^c(x), g_ℓ^c(x')⟩) · s_ℓ(x, x') = ⟨vec g_ℓ(x), vec g_ℓ(x')⟩ · s_ℓ(x, x'):
+
+the trace needs one GEMM over the flattened (C·n_ℓ) gradients, n1·n2·C·n_ℓ multiply-adds instead
+of the n1·n2·C²·n_ℓ of the full kernel (:mod:`ntkpipe.ntk.outputs`), and no C × C block exists.
+With float32 features each layer's block is computed in float32 and the layers are summed in float64.
 """
 
 from __future__ import annotations
@@ -18,6 +28,12 @@ from jaxtyping import Array, Float, Int
 
 from ntkpipe.models import MLP, Linearized
 from ntkpipe.ntk.blocking import assemble_gram
+from ntkpipe.ntk.outputs import (
+    OUTPUT_AXES,
+    factor_products,
+    output_shape,
+    times_pair_scale,
+)
 
 # Per example (batched: a leading example axis): layer inputs h_{ℓ-1} of shape (n_{ℓ-1},) and
 # output gradients g_ℓ = ∂f/∂z_ℓ of shape (C, n_ℓ), for ℓ = 1 … L.
@@ -52,12 +68,13 @@ batched_layer_features = eqx.filter_jit(jax.vmap(layer_features, in_axes=(None, 
 
 
 def _layer_grams(
-    mlp: MLP, features1: LayerFeatures, features2: LayerFeatures
-) -> list[Float[Array, "a b C C"]]:
+    mlp: MLP, features1: LayerFeatures, features2: LayerFeatures, outputs: str
+) -> list[Float[Array, "a b *O"]]:
+    """K_ℓ for each layer, in the features' dtype, with the output pairs ``outputs`` keeps."""
     bias = 0.0 if mlp.biases is None else 1.0
     (inputs1, grads1), (inputs2, grads2) = features1, features2
     return [
-        jnp.einsum("acn,bdn->abcd", g1, g2) * (c**2 * (h1 @ h2.T) + bias)[:, :, None, None]
+        times_pair_scale(factor_products(g1, g2, outputs), c**2 * (h1 @ h2.T) + bias)
         for c, h1, g1, h2, g2 in zip(mlp.multipliers, inputs1, grads1, inputs2, grads2)
     ]
 
@@ -75,8 +92,10 @@ def _gram_block(
     col: Int[Array, ""],
     sizes: tuple[int, int],
     per_layer: bool,
-) -> Float[Array, "*L a b C C"]:
-    grams = _layer_grams(mlp, _rows(features1, row, sizes[0]), _rows(features2, col, sizes[1]))
+    outputs: str,
+) -> Float[Array, "..."]:
+    grams = _layer_grams(mlp, _rows(features1, row, sizes[0]), _rows(features2, col, sizes[1]), outputs)
+    grams = [gram.astype(jnp.float64) for gram in grams]  # layers summed in float64
     return jnp.stack(grams) if per_layer else sum(grams[1:], grams[0])
 
 
@@ -87,8 +106,10 @@ def mlp_layers_ntk(
     *,
     per_layer: bool,
     block_size: int,
-) -> Float[Array, "*L n1 n2 C C"]:
-    """NTK of a float64 ``mlp`` (``x2=None``: x1) by layer factorization, in blocks of ``block_size``.
+    outputs: str = "full",
+) -> Float[Array, "..."]:
+    """NTK of ``mlp`` (``x2=None``: x1) by layer factorization, in blocks of ``block_size``, in the
+    dtype of ``mlp`` and ``x1`` (float64 or float32), with the output pairs ``outputs`` keeps.
 
     Memory: the features, O((n1 + n2)·C·Σ n_ℓ), the output, and one block.
     """
@@ -100,8 +121,10 @@ def mlp_layers_ntk(
     num_outputs = mlp.weights[-1].shape[0]
     leading = (mlp.depth,) if per_layer else ()
     return assemble_gram(
-        lambda row, col: _gram_block(mlp, features1, features2, row, col, sizes, per_layer),
-        (*leading, n1, n2, num_outputs, num_outputs),
+        lambda row, col: _gram_block(mlp, features1, features2, row, col, sizes, per_layer, outputs),
+        (*leading, n1, n2, *output_shape(outputs, num_outputs)),
         sizes,
         symmetric=x2 is None,
+        output_axes=OUTPUT_AXES[outputs],
+        dtype=x1.dtype,
     )

@@ -15,6 +15,10 @@ Jacobian, a·C·P per block) are materialized; the x2 Jacobian never is.
 The per-layer component ℓ pushes forward only the leaves of that component (the others are closed
 over as constants, so the tangent starts at layer ℓ), one jvp per component: up to L times the time
 of the full kernel. The components are :func:`~ntkpipe.models.layer_components`.
+
+The diagonal keeps, for the cotangent e_{ic}, only output c of its push-forward,
+K[i, :, c, c] = (J(X₂) J(X₁)ᵀ e_{ic})_c, and the trace sums those over c, so no C × C block is
+stored; the time is that of the full kernel (a jvp yields all C outputs at once).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from jaxtyping import Array, Float, Int
 
 from ntkpipe.models import trainable
 from ntkpipe.ntk.blocking import assemble_gram
+from ntkpipe.ntk.outputs import OUTPUT_AXES, output_shape
 from ntkpipe.models import layer_components
 
 
@@ -67,7 +72,8 @@ def _gram_block(
     groups: tuple[tuple[int, ...], ...],
     num_outputs: int,
     per_layer: bool,
-) -> Float[Array, "*L a b C C"]:
+    outputs: str,
+) -> Float[Array, "..."]:
     pullbacks = _pullbacks(arrays, rest, lax.dynamic_slice_in_dim(x1, row, sizes[0]), num_outputs)
     x2 = lax.dynamic_slice_in_dim(x2, col, sizes[1])
     grams = []
@@ -76,8 +82,17 @@ def _gram_block(
         def row_of_kernel(*tangents, chosen=chosen):  # K[i, :, c, :] for the cotangent e_ic
             return _pushforward(arrays, rest, x2, chosen, list(tangents))
 
-        block = jax.vmap(jax.vmap(row_of_kernel))(*[pullbacks[i] for i in chosen])  # (a, C, b, C)
-        grams.append(block.transpose(0, 2, 1, 3))
+        def diagonal_row(c, *tangents, chosen=chosen):  # K[i, :, c, c]
+            return _pushforward(arrays, rest, x2, chosen, list(tangents))[:, c]
+
+        tangents = [pullbacks[i] for i in chosen]
+        if outputs == "full":
+            block = jax.vmap(jax.vmap(row_of_kernel))(*tangents)  # (a, C, b, C)
+            grams.append(block.transpose(0, 2, 1, 3))
+            continue
+        block = jax.vmap(jax.vmap(diagonal_row), in_axes=(None, *[0] * len(tangents)))(
+            jnp.arange(num_outputs), *tangents).swapaxes(1, 2)  # (a, b, C)
+        grams.append(block if outputs == "diagonal" else block.astype(jnp.float64).sum(-1))
     return jnp.stack(grams) if per_layer else grams[0]
 
 
@@ -88,8 +103,10 @@ def vector_products_ntk(
     *,
     per_layer: bool,
     block_size: int,
-) -> Float[Array, "*L n1 n2 C C"]:
-    """NTK of a float64 ``model`` (``x2=None``: x1) by NTK-vector products, in block_size × block_size blocks.
+    outputs: str = "full",
+) -> Float[Array, "..."]:
+    """NTK of ``model`` (``x2=None``: x1) by NTK-vector products, in block_size × block_size blocks,
+    in the dtype of ``x1``, with the output pairs ``outputs`` keeps.
 
     Memory: the x1 block's pullbacks, block_size·C·#params floats, the tangents of the x2 block's
     activations for all block_size·C cotangents at once, block_size²·C·(activations of one
@@ -106,8 +123,10 @@ def vector_products_ntk(
     sizes = (min(block_size, len(x1)), min(block_size, len(x2)))
     leading = (len(groups),) if per_layer else ()
     return assemble_gram(
-        lambda row, col: _gram_block(arrays, rest, x1, x2, row, col, sizes, groups, num_outputs, per_layer),
-        (*leading, len(x1), len(x2), num_outputs, num_outputs),
+        lambda row, col: _gram_block(arrays, rest, x1, x2, row, col, sizes, groups, num_outputs, per_layer, outputs),
+        (*leading, len(x1), len(x2), *output_shape(outputs, num_outputs)),
         sizes,
         symmetric,
+        output_axes=OUTPUT_AXES[outputs],
+        dtype=x1.dtype,
     )

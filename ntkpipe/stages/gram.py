@@ -29,7 +29,8 @@ def compute_ntk_gram(job: StageJob, out: str | Path) -> Path:
 
 
 def compute_eigendecomposition(job: StageJob, out: str | Path) -> Path:
-    """Top-k eigenpairs (descending λ, unit φ_j as columns) of the Gram of its ``gram`` input."""
+    """Top-k eigenpairs (descending λ, unit φ_j as columns) of the Gram of its ``gram`` input, by
+    :func:`~ntkpipe.ntk.eigen.top_eigenpairs` (``eigh``, or Lanczos for k ≤ n/10 of n ≥ 2000 rows)."""
     tic = time.perf_counter()
     gram = read_store(job.inputs["gram"], expect_id=job.config["gram"])["gram"].values
     values, vectors = top_eigenpairs(gram, job.config["top_k"])
