@@ -1,0 +1,154 @@
+"""The structured MLP Gram against the matrix products it is made of, timed in one process.
+
+    python benchmarks/gram_vs_gemm.py                 # P = 1000, D = 64, C = 10, 2 × 500 ReLU
+    python benchmarks/gram_vs_gemm.py --points 300    # smaller
+
+ntkpipe's full float64 Gram (``empirical_ntk``, ``mlp_layers``, x2 = x1: an (P, P, C, C) array) is
+timed against, in the same dtype and the same process, alternating runs:
+
+* one GEMM (P·C × N)·(N × P·C) with N the width: the product one hidden layer's g_ℓ Gram needs;
+* the GEMMs the structured Gram is made of, summed over the layers ℓ = 1 … L:
+  ⟨g_ℓ, g_ℓ'⟩ = (P·C × n_ℓ)·(n_ℓ × P·C) and ⟨h_{ℓ-1}, h_{ℓ-1}'⟩ = (P × n_{ℓ-1})·(n_{ℓ-1} × P),
+  2·Σ_ℓ ((P·C)² n_ℓ + P² n_{ℓ-1}) FLOPs (full products; with x2 = x1 the Gram needs only the blocks on
+  and above the diagonal).
+
+Peak memory of the Gram is measured in a fresh process, its kernels compiled beforehand: its peak
+RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a GPU. The full float64 Gram is timed (float32 and traced kernels: ``ntk_options.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from itertools import pairwise
+from multiprocessing import get_context
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+import ntkpipe  # noqa: F401  (enables float64)
+from ntkpipe.models import MLP
+from ntkpipe.ntk import empirical_ntk
+from ntkpipe.ntk.mlp_layers import batched_layer_features
+from ntkpipe.ntk.precision import to_float64
+
+
+def make_model(dim: int, width: int, hidden: int, outputs: int, seed: int = 0) -> MLP:
+    """The benchmark network: float64, standard parameterization, σ = √2, no biases."""
+    return MLP(dim, width, hidden + 1, outputs, activation="relu", sigma=2**0.5,
+               dtype=jnp.float64, key=jax.random.key(seed))
+
+
+def inputs(points: int, dim: int, seed: int = 0) -> jax.Array:
+    """Standard normal float64 inputs."""
+    return jax.random.normal(jax.random.key(seed + 1), (points, dim), jnp.float64)
+
+
+def layer_gemm_flops(points: int, outputs: int, sizes: list[int]) -> int:
+    """2·Σ_ℓ ((P·C)² n_ℓ + P² n_{ℓ-1}): the products of the structured Gram, as full GEMMs."""
+    return 2 * sum((points * outputs) ** 2 * n_out + points**2 * n_in for n_in, n_out in pairwise(sizes))
+
+
+def gram_peak_bytes(dim: int, width: int, hidden: int, outputs: int, points: int, block_size: int) -> int | None:
+    """Memory one Gram adds at its peak, measured in a fresh process (an allocator that already holds
+    freed buffers would hide it): device ``peak_bytes_in_use`` on a GPU, else the peak RSS
+    (``VmHWM``) above the RSS before the call. Both compiled functions are compiled beforehand
+    (the per-example features on all points, the block kernel by a Gram over ``block_size`` points).
+    ``None`` where unreadable."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(_fresh_gram_peak, dim, width, hidden, outputs, points, block_size).result()
+
+
+def _fresh_gram_peak(dim, width, hidden, outputs, points, block_size) -> int | None:
+    model, x = make_model(dim, width, hidden, outputs), inputs(points, dim)
+    jax.block_until_ready(batched_layer_features(to_float64(model), x))
+    jax.block_until_ready(empirical_ntk(model, x[:block_size], implementation="mlp_layers", block_size=block_size))
+    device = jax.devices()[0]
+    if device.platform != "cpu":
+        before = (device.memory_stats() or {}).get("bytes_in_use")
+        jax.block_until_ready(empirical_ntk(model, x, implementation="mlp_layers", block_size=block_size))
+        peak = (device.memory_stats() or {}).get("peak_bytes_in_use")
+        return None if before is None or peak is None else peak - before
+    before = status_bytes("VmRSS")
+    jax.block_until_ready(empirical_ntk(model, x, implementation="mlp_layers", block_size=block_size))
+    peak = status_bytes("VmHWM")
+    return None if before is None or peak is None else peak - before
+
+
+def status_bytes(field: str) -> int | None:
+    """``VmRSS`` (resident set now) or ``VmHWM`` (its peak) from Linux ``/proc/self/status``, or ``None``.
+    (``ru_maxrss`` would not do: it keeps the parent's resident set across fork and exec.)"""
+    try:
+        lines = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) * 1024 for line in lines if line.startswith(field + ":")), None)
+
+
+def timed(call) -> float:
+    start = time.perf_counter()
+    jax.block_until_ready(call())
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=1000, help="P, inputs (x2 = x1)")
+    parser.add_argument("--dim", type=int, default=64, help="D, input dimension")
+    parser.add_argument("--width", type=int, default=500, help="N, hidden width")
+    parser.add_argument("--hidden", type=int, default=2, help="hidden layers")
+    parser.add_argument("--outputs", type=int, default=10, help="C, outputs")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating timed runs of each")
+    parser.add_argument("--block-size", type=int, default=256, help="empirical_ntk block_size")
+    args = parser.parse_args(argv)
+
+    P, C, N = args.points, args.outputs, args.width
+    model = make_model(args.dim, N, args.hidden, C)
+    x = inputs(P, args.dim)
+    sizes = [args.dim] + [N] * args.hidden + [C]
+    keys = jax.random.split(jax.random.key(2), 2 * len(sizes))
+    a = jax.random.normal(keys[0], (P * C, N), jnp.float64)
+    b = jax.random.normal(keys[1], (P * C, N), jnp.float64)
+    g = [jax.random.normal(k, (P * C, n), jnp.float64) for k, n in zip(keys[2:], sizes[1:])]
+    h = [jax.random.normal(k, (P, n), jnp.float64) for k, n in zip(keys[len(sizes):], sizes[:-1])]
+    gemm = jax.jit(lambda a, b: a @ b.T)
+    layer_gemms = jax.jit(lambda g, h: ([u @ u.T for u in g], [v @ v.T for v in h]))
+    cases = {
+        "gram": lambda: empirical_ntk(model, x, implementation="mlp_layers", block_size=args.block_size),
+        "gemm": lambda: gemm(a, b),
+        "layer_gemms": lambda: layer_gemms(g, h),
+    }
+    for call in cases.values():  # compile
+        jax.block_until_ready(call())
+    times = {name: [] for name in cases}
+    for _ in range(args.repeats):
+        for name, call in cases.items():
+            times[name].append(timed(call))
+    best = {name: min(t) for name, t in times.items()}
+    median = {name: statistics.median(t) for name, t in times.items()}
+    gram_peak = gram_peak_bytes(args.dim, N, args.hidden, C, P, args.block_size)
+    output_bytes = P * P * C * C * 8
+    gemm_flops = 2 * (P * C) ** 2 * N
+    layers_flops = layer_gemm_flops(P, C, sizes)
+
+    print(f"MLP Gram vs GEMM: P={P}, D={args.dim}, C={C}, {args.hidden} × {N} ReLU, float64, "
+          f"{jax.devices()[0].platform}, {args.repeats} alternating runs (best / median s)")
+    print(f"  gram          {best['gram']:7.3f} / {median['gram']:7.3f}   empirical_ntk, full C×C blocks")
+    print(f"  gemm          {best['gemm']:7.3f} / {median['gemm']:7.3f}   ({P * C} × {N})·({N} × {P * C}), "
+          f"{gemm_flops / best['gemm'] / 1e9:.1f} GFLOP/s")
+    print(f"  layer_gemms   {best['layer_gemms']:7.3f} / {median['layer_gemms']:7.3f}   every layer's g and h "
+          f"Gram, {layers_flops / gemm_flops:.2f}× the GEMM's FLOPs")
+    print(f"  gram / gemm         {best['gram'] / best['gemm']:.2f}  (target ≤ 1.2)")
+    print(f"  gram / layer_gemms  {best['gram'] / best['layer_gemms']:.2f}")
+    if gram_peak is None:
+        print("  peak memory: not measurable here")
+    else:
+        print(f"  peak memory of the gram {gram_peak / 2**30:.2f} GiB, output {output_bytes / 2**30:.2f} GiB: "
+              f"{gram_peak / output_bytes:.2f}× the output (target ≤ 1.25)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Benchmark scripts: the FLOP counts they report, and the neural-tangents runner's argument handling."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import pytest
+
+from ntkpipe.models import MLP
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from gram_vs_gemm import layer_gemm_flops
+from train_throughput import step_flops
+
+
+def test_step_flops_match_xla_cost_analysis_of_a_gd_step():
+    points, sizes = 128, [200, 150, 150, 4]
+    model = MLP(sizes[0], 150, 3, sizes[-1], activation="relu", key=jax.random.key(0))
+    x, y = jnp.ones((points, sizes[0]), jnp.float32), jnp.ones((points, sizes[-1]), jnp.float32)
+
+    arrays, rest = eqx.partition(model, eqx.is_array)
+
+    def loss(a):
+        return jnp.mean((jax.vmap(eqx.combine(a, rest))(x) - y) ** 2)
+
+    xla = jax.jit(jax.grad(loss)).lower(arrays).cost_analysis()["flops"]
+    # XLA also counts the elementwise work (ReLU, its mask, the loss): a few per cent here
+    assert step_flops(points, sizes) <= xla <= 1.05 * step_flops(points, sizes)
+
+
+def test_layer_gemm_flops_sum_the_g_and_h_grams_of_every_layer():
+    # P = 3, C = 2, sizes D = 4 -> 5 -> 2: g Grams (6×5)(5×6), (6×2)(2×6); h Grams (3×4)(4×3), (3×5)(5×3)
+    assert layer_gemm_flops(3, 2, [4, 5, 2]) == 2 * (36 * 5 + 36 * 2 + 9 * 4 + 9 * 5)
+
+
+def test_neural_tangents_runner_asks_to_build_its_environment_first(tmp_path):
+    missing = tmp_path / "no-env"
+    out = subprocess.run(["bash", str(ROOT / "benchmarks" / "neural_tangents_env.sh"), "--points", "10"],
+                         env={"PATH": "/usr/bin:/bin", "NT_ENV": str(missing)}, check=False, capture_output=True, text=True)
+    assert out.returncode == 2
+    assert f"no neural-tangents environment at {missing}" in out.stderr
+    assert "bash benchmarks/neural_tangents_env.sh --build" in out.stderr
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--points", "10"], "--nt-python is required; run `bash benchmarks/neural_tangents_env.sh`"),
+    (["--nt-python", "python", "--implementations", "4"], "argument --implementations: invalid choice: 4"),
+    (["--nt-python", "python", "--points", "0"], "must be positive"),
+])
+def test_nt_reference_rejects_bad_arguments(argv, message):
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "nt_reference.py"), *argv],
+                         check=False, capture_output=True, text=True)
+    assert out.returncode == 2
+    assert message in out.stderr

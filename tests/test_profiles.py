@@ -1,0 +1,82 @@
+"""Cluster profiles: GPUs for exactly the training and kernel rules, settings the executor plugins know."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU_RULES = {"train", "stage", "final"}
+# Snakemake's own options a profile here may set (all but the executor plugin's, which carry its prefix).
+SNAKEMAKE_KEYS = {"executor", "jobs", "latency-wait", "retries", "default-resources", "set-resources",
+                  "config", "force-use-threads", "printshellcmds", "cluster-generic-submit-cmd"}
+
+
+def profile(name: str) -> dict:
+    return yaml.safe_load((ROOT / "profiles" / name / "config.yaml").read_text())
+
+
+def workflow_rules() -> set[str]:
+    return {m for path in (ROOT / "rules").glob("*.smk")
+            for m in re.findall(r"^rule (\w+):", path.read_text(), re.MULTILINE)}
+
+
+def plugin_module(executor: str):
+    """The executor plugin's package, or skip when it is not installed."""
+    return pytest.importorskip(f"snakemake_executor_plugin_{executor}")
+
+
+def plugin_source(module) -> str:
+    """The plugin package's source: every resource name it reads appears in it."""
+    parts = [inspect.getsource(module)]
+    for info in pkgutil.iter_modules(module.__path__):
+        parts.append(inspect.getsource(importlib.import_module(f"{module.__name__}.{info.name}")))
+    return "\n".join(parts)
+
+
+def gpu_rules(config: dict, request) -> set[str]:
+    return {rule for rule, resources in config["set-resources"].items() if request(resources)}
+
+
+def test_slurm_requests_one_gpu_for_exactly_the_training_and_kernel_rules_as_job_arrays():
+    config = profile("slurm")
+    assert config["executor"] == "slurm"
+    assert set(config["set-resources"]) <= workflow_rules()
+    assert gpu_rules(config, lambda r: r.get("gpu") == 1) == GPU_RULES
+    assert {r["slurm_partition"] for rule, r in config["set-resources"].items() if rule in GPU_RULES} == {"gpu"}
+    assert "gpu" not in config["default-resources"] and config["default-resources"]["slurm_partition"] == "cpu"
+    # a `--config` on the command line replaces the profile's `config`: the GPU request must not live there
+    assert "config" not in config
+    assert set(config["slurm-array-jobs"].split(",")) == GPU_RULES
+
+
+def test_lsf_sends_exactly_the_training_and_kernel_rules_to_a_gpu_queue():
+    config = profile("lsf")
+    assert config["executor"] == "lsf"
+    assert set(config["set-resources"]) <= workflow_rules()
+    assert gpu_rules(config, lambda r: r.get("lsf_extra") == "-gpu num=1" and r["lsf_queue"] == "gpu") == GPU_RULES
+    assert "lsf_extra" not in config["default-resources"] and "config" not in config
+
+
+@pytest.mark.parametrize("name", ["slurm", "lsf"])
+def test_profile_keys_are_settings_and_resources_of_the_executor_plugin(name):
+    config = profile(name)
+    module = plugin_module(config["executor"])
+    prefix = f"{config['executor']}-"
+    fields = {f.name for f in dataclasses.fields(module.ExecutorSettings)} if hasattr(module, "ExecutorSettings") else set()
+    for key in config:
+        if key.startswith(prefix):
+            assert key[len(prefix):].replace("-", "_") in fields, f"{name}: {key} is no setting of the plugin"
+        else:
+            assert key in SNAKEMAKE_KEYS, f"{name}: unexpected key {key}"
+    source = plugin_source(module)
+    resources = {k for r in [config["default-resources"], *config["set-resources"].values()] for k in r}
+    for resource in resources:
+        assert re.search(rf"resources(\.get\(\s*[\"']|\.){resource}\b", source), f"{name}: {resource} unread"
