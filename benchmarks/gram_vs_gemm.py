@@ -13,7 +13,8 @@ timed against, in the same dtype and the same process, alternating runs:
   and above the diagonal).
 
 Peak memory of the Gram is measured in a fresh process, its kernels compiled beforehand: its peak
-RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a GPU. The full float64 Gram is timed (float32 and traced kernels: ``ntk_options.py``).
+RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a GPU. The full
+float64 Gram is timed (float32 and traced kernels: ``ntk_options.py``).
 """
 
 from __future__ import annotations

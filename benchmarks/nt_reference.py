@@ -138,7 +138,7 @@ def ntkpipe_side(args: argparse.Namespace) -> None:
         print(f"  {r['implementation']:<24} {r['dtype']:<8} {'traced' if r['traced'] else 'full':<7} "
               f"{r['seconds']:>8.3f} {r['seconds'] / seconds:>12.2f}  "
               f"{'yes' if r['agrees'] else 'NO'} ({r['relative_error']:.1e})")
-    print("ratios > 1: ntkpipe's full float64 Gram is faster; neural-tangents' traced and float32 kernels are set against it too)")
+    print("ratios > 1: ntkpipe's full float64 Gram is faster; neural-tangents' traced and float32 kernels are set against it too")
 
 
 def main(argv: list[str] | None = None) -> None:
