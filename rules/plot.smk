@@ -1,4 +1,5 @@
-# One figure per job; its params are only that figure's settings, so a figure edit reruns only it.
+# One figure per job; its params are that figure's settings and caption. A spec edit also reruns the
+# study's aggregation (the dataset keeps the resolved spec), so the study's figures are redrawn; no run reruns.
 # Each figure is a `snakemake --report` item, captioned from the spec (ntkpipe.report).
 import ntkpipe.jobs
 from ntkpipe.report import figure_caption

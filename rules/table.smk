@@ -1,6 +1,7 @@
 # One compact table per study (its scalar variables averaged over seeds), for `snakemake --report`.
 import ntkpipe.jobs
 from ntkpipe.report import table_caption
+from ntkpipe.resources import runtime_minutes
 
 
 rule table:
