@@ -74,7 +74,8 @@ def test_unwritable_results_directories_are_named_before_any_job(tmp_path, monke
     results = tmp_path / "results"
     index = build_index(tmp_path / "specs", results)
     assert written_directories(index) == {results / "runs", results / "study", results / "logs" / "train",
-                                          results / "logs" / "aggregate", results / ".cache" / "jax"}
+                                          results / "logs" / "aggregate", results / "logs" / "table",
+                                          results / ".cache" / "jax"}
     (results / "runs").mkdir(parents=True)
     check_results_writable(index)
     real_access = os.access
