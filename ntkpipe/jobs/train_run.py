@@ -24,7 +24,8 @@ from ntkpipe.train.kernel_dynamics import KernelStart, evolve_kernel
 from ntkpipe.train.loop import Trajectory, train
 
 
-def _checkpoint_measure(run: RunContext):
+def checkpoint_measure(run: RunContext):
+    """The run's checkpoint measurement: a view (model or kernel) → its loss and checkpoint items."""
     items = [m for m in run.spec.measure if REGISTRY[m.name].when == "checkpoint" and m.name != "loss"
              and not (REGISTRY[m.name].where_applicable and REGISTRY[m.name].unmet(run.spec))]
 
@@ -60,7 +61,7 @@ def _reference(run: RunContext, path) -> dict[str, float]:
 
 def _evolve(job: RunJob, run: RunContext) -> Trajectory:
     """The network trained, or the kernel kind evolved, with measurements at every checkpoint."""
-    spec, measure, label = job.spec, _checkpoint_measure(run), job.label or f"run {job.id[:8]}"
+    spec, measure, label = job.spec, checkpoint_measure(run), job.label or f"run {job.id[:8]}"
     if spec.model.kind in KERNEL_KINDS:
         return evolve_kernel(spec.model.kind, _kernel_start(run), spec.train, gamma=spec.model.gamma,
                              lr_scale=learning_rate_scale(spec.model),
@@ -74,14 +75,18 @@ def _evolve(job: RunJob, run: RunContext) -> Trajectory:
 
 
 def train_run(job: RunJob, out: str | Path) -> Path:
-    """Train one run and write its store: series over ``time``, the final measurements ``job.finals``
-    (listed in the attribute ``final_items``), the final state they are computed from (so that a
-    final job can add others, :mod:`ntkpipe.train.final_state`), timings; every variable and
-    coordinate carries its CF attrs (:func:`ntkpipe.jobs.describe.describe`)."""
+    """Train one run and write its store (:func:`write_run_store`)."""
     tic = time.perf_counter()
+    run = run_context(job.spec, job.stage_paths)
+    return write_run_store(job, run, _evolve(job, run), out, tic)
+
+
+def write_run_store(job: RunJob, run: RunContext, traj: Trajectory, out: str | Path, tic: float) -> Path:
+    """The store of a trained run: series over ``time``, the final measurements ``job.finals``
+    (listed in the attribute ``final_items``), the final state they are computed from (so that a
+    final job can add others, :mod:`ntkpipe.train.final_state`), timings (``seconds_job`` since
+    ``tic``); every variable and coordinate carries its CF attrs (:func:`ntkpipe.jobs.describe.describe`)."""
     spec = job.spec
-    run = run_context(spec, job.stage_paths)
-    traj = _evolve(job, run)
     series = checkpoint_variables(spec)
     values = {k: v for k, v in traj.series.items() if k in series}
     tic_final = time.perf_counter()

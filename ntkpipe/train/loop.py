@@ -104,9 +104,8 @@ def layer_multipliers(diff, spec: OptimizerSpec, dtype):
     return treedef.unflatten([jnp.asarray(per_layer[c] if c < count else 1.0, dtype) for c in components])
 
 
-@eqx.filter_jit
-def _advance(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, *,
-             loss_name, direction, schedule, batch_size):
+def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, *,
+                  loss_name, direction, schedule, batch_size):
     """n_steps optimizer steps from step0; returns (diff, opt_state, finite)."""
     per_example = LOSSES[loss_name]
     n = x.shape[0]
@@ -135,6 +134,9 @@ def _advance(diff, static, opt_state, step0, n_steps, lr, multipliers, total, ke
         return d, state, finite & jnp.isfinite(loss)
 
     return jax.lax.fori_loop(0, n_steps, body, (diff, opt_state, jnp.array(True)))
+
+
+_advance = eqx.filter_jit(advance_steps)
 
 
 def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,

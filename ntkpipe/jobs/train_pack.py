@@ -1,0 +1,49 @@
+"""The packed training job: the runs of one pack trained in vmapped programs, one store per run,
+each what :func:`ntkpipe.jobs.train_run.train_run` would write (up to float rounding)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Sequence
+
+from ntkpipe.jobs.train_run import checkpoint_measure, write_run_store
+from ntkpipe.measure.context import ModelView
+from ntkpipe.models import learning_rate_scale, run_keys
+from ntkpipe.stages import run_context
+from ntkpipe.study.plan import RunJob
+from ntkpipe.train.packed import structure_key, train_packed
+
+
+def _measure(run):
+    measure = checkpoint_measure(run)
+    return lambda model, i, last: measure(ModelView(model, run, i, last))
+
+
+def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]:
+    """Train ``jobs`` (one pack, :mod:`ntkpipe.study.packs`) and write ``outs[i]`` for ``jobs[i]``.
+    Members whose networks differ in a static field or whose data differ in shape train in
+    separate vmapped programs within this job. A run's ``seconds_train`` is its share of its
+    program's training time, ``seconds_job`` that share of the setup plus its own measurements and
+    store."""
+    if len(jobs) != len(outs):
+        raise ValueError(f"train_pack: {len(jobs)} runs but {len(outs)} output paths")
+    tic = time.perf_counter()
+    runs = [run_context(job.spec, job.stage_paths) for job in jobs]
+    groups: dict[tuple, list[int]] = {}
+    for i, run in enumerate(runs):
+        groups.setdefault(structure_key(run.model0, run.data.x_train, run.data.y_train), []).append(i)
+    written = [None] * len(jobs)
+    setup = (time.perf_counter() - tic) / len(jobs)
+    for members in groups.values():
+        trajectories = train_packed(
+            [runs[i].model0 for i in members], [runs[i].data.x_train for i in members],
+            [runs[i].data.y_train for i in members], jobs[members[0]].spec.train,
+            keys=[run_keys(jobs[i].spec.seed)[1] for i in members],
+            etas=[jobs[i].spec.train.optimizer.lr for i in members],
+            lr_scales=[learning_rate_scale(jobs[i].spec.model) for i in members],
+            measures=[_measure(runs[i]) for i in members], label=f"pack of {len(members)}")
+        for i, traj in zip(members, trajectories):
+            start = time.perf_counter() - setup - traj.seconds["train"] - traj.seconds["measure"]
+            written[i] = write_run_store(jobs[i], runs[i], traj, outs[i], start)
+    return written
