@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ntkpipe.jobs.train_run import checkpoint_measure, write_run_store
-from ntkpipe.measure.context import ModelView
+from ntkpipe.measure.context import PackedView
 from ntkpipe.models import learning_rate_scale, run_keys
 from ntkpipe.stages import run_context
 from ntkpipe.study.plan import RunJob
@@ -16,8 +16,14 @@ from ntkpipe.train.packed import structure_key, train_packed
 
 
 def _measure(run):
+    """The run's checkpoint measurement of a pack member: its slices of the pack's quantities."""
     measure = checkpoint_measure(run)
-    return lambda model, i, last: measure(ModelView(model, run, i, last))
+    return lambda checkpoint, member, index, last: measure(PackedView(checkpoint, member, run, index, last))
+
+
+def _label(job: RunJob, size: int) -> str:
+    """``<study> pack of <size>`` for progress lines (the study tag leads each run's label)."""
+    return f"{job.label.partition(' ')[0] or 'runs'} pack of {size}"
 
 
 def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]:
@@ -32,17 +38,18 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
     runs = [run_context(job.spec, job.stage_paths) for job in jobs]
     groups: dict[tuple, list[int]] = {}
     for i, run in enumerate(runs):
-        groups.setdefault(structure_key(run.model0, run.data.x_train, run.data.y_train), []).append(i)
+        groups.setdefault(structure_key(run.model0, run.data.x_train, run.data.y_train, run.data.x_test), []).append(i)
     written = [None] * len(jobs)
     setup = (time.perf_counter() - tic) / len(jobs)
     for members in groups.values():
         trajectories = train_packed(
             [runs[i].model0 for i in members], [runs[i].data.x_train for i in members],
-            [runs[i].data.y_train for i in members], jobs[members[0]].spec.train,
+            [runs[i].data.y_train for i in members], [runs[i].data.x_test for i in members],
+            jobs[members[0]].spec.train,
             keys=[run_keys(jobs[i].spec.seed)[1] for i in members],
             etas=[jobs[i].spec.train.optimizer.lr for i in members],
             lr_scales=[learning_rate_scale(jobs[i].spec.model) for i in members],
-            measures=[_measure(runs[i]) for i in members], label=f"pack of {len(members)}")
+            measures=[_measure(runs[i]) for i in members], label=_label(jobs[members[0]], len(members)))
         for i, traj in zip(members, trajectories):
             start = time.perf_counter() - setup - traj.seconds["train"] - traj.seconds["measure"]
             written[i] = write_run_store(jobs[i], runs[i], traj, outs[i], start)

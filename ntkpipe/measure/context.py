@@ -118,6 +118,32 @@ class ModelView(CheckpointView):
         return np.asarray(flatten_gram(empirical_ntk(self.model, self.run.data.x_train)))
 
 
+class PackedView(ModelView):
+    """Member ``member`` of a packed run at a checkpoint: outputs and the training Gram are its
+    slices of quantities computed for every member at once (``checkpoint[name][member]``, e.g. a
+    :class:`ntkpipe.train.packed.PackCheckpoint`), each on first use; the model is built on first use."""
+
+    def __init__(self, checkpoint, member: int, run: RunContext, index: int, last: bool):
+        self.checkpoint, self.member, self.run, self.index, self.last = checkpoint, member, run, index, last
+
+    @cached_property
+    def model(self) -> eqx.Module:
+        return self.checkpoint.model(self.member)
+
+    @cached_property
+    def f_train(self) -> np.ndarray:
+        return self.checkpoint["f_train"][self.member]
+
+    @cached_property
+    def f_test(self) -> np.ndarray:
+        return self.checkpoint["f_test"][self.member]
+
+    @cached_property
+    def gram_train(self) -> np.ndarray:
+        """(P·C, P·C) float64 NTK Gram on the training inputs."""
+        return self.checkpoint["gram_train"][self.member]
+
+
 class KernelView(CheckpointView):
     """The state of a kernel model (``kgd``, ``akgd``, ``ofe``, ``ofe_fit``) at a checkpoint: its
     outputs on the training (and test) points and its (P·C, P·C) Gram on the training points.
