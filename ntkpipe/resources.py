@@ -60,6 +60,16 @@ def run_memory_mb(run: RunSpec) -> int:
     return memory_mb(run, run.data.n_train + run.data.n_test)
 
 
+def pack_memory_mb(runs: list[RunSpec]) -> int:
+    """A packed training job (:mod:`ntkpipe.train.packed`): one member's measurements (members
+    measure one at a time) plus what a checkpoint holds for all k members at once, on the device
+    and on the host: k training Grams of (P·C)² and k outputs on train ∪ test."""
+    run = runs[0]
+    outputs = output_count(run.data)
+    shared = 2 * len(runs) * ((run.data.n_train * outputs) ** 2 + (run.data.n_train + run.data.n_test) * outputs)
+    return max(run_memory_mb(r) for r in runs) + math.ceil(8 * shared / MIB)
+
+
 def stage_memory_mb(run: RunSpec) -> int:
     """A stage holds a Gram (or its eigendecomposition, or NADs) over the run's train ∪ test points."""
     return memory_mb(run, run.data.n_train + run.data.n_test)

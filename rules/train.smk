@@ -2,13 +2,13 @@
 # Memory is estimated from the run's shapes (ntkpipe.resources); `--config gpus=1` requests a GPU.
 # Runs to be made that differ only in vmappable leaves (seed, σ, lr, label index) are trained
 # together by one `train_pack_<pack id>` job with `--config pack=1` (ntkpipe.study.packs; off by
-# default: on 2 CPU cores it trains no faster, benchmarks/packed_runs.py);
+# default; benchmarks/packed_runs.py);
 # the `train` rule makes every other run. Both rules have the same body, inputs and no params, so
 # Snakemake (which records them per output) does not rerun a packed run when `train` makes it later.
 from pathlib import Path
 
 import ntkpipe.jobs
-from ntkpipe.resources import run_memory_mb, runtime_minutes
+from ntkpipe.resources import pack_memory_mb, run_memory_mb, runtime_minutes
 from ntkpipe.study.packs import packs_by_run, plan_packs, unpacked_pattern
 
 PACKS = packs_by_run(plan_packs(INDEX.runs.values()) if int(config.get("pack", 0)) else {})
@@ -30,7 +30,7 @@ def training_rules():
     for pack in {pack.id: pack for pack in PACKS.values()}.values():
         yield (f"train_pack_{pack.id}", list(pack.runs[0].stage_paths.values()),
                [directory(str(job.path)) for job in pack.runs], f"{RESULTS}/logs/train/pack-{pack.id}.log",
-               {}, max(run_memory_mb(job.spec) for job in pack.runs))  # members measure one at a time
+               {}, pack_memory_mb([job.spec for job in pack.runs]))
 
 
 # One loop defines both, so that their bodies are one source line (Snakemake's code trigger compares it).

@@ -11,7 +11,7 @@ from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import load_dataset, output_count
 from ntkpipe.models import build_model, trainable
-from ntkpipe.resources import MIB, input_shape, memory_mb, parameter_count
+from ntkpipe.resources import MIB, input_shape, memory_mb, pack_memory_mb, parameter_count, run_memory_mb
 from ntkpipe.spec.schema import RunSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,8 +41,15 @@ def test_memory_grows_with_the_square_of_the_gram_rows():
     assert math.isclose(large, 1024 + 3 * 8 * (1000 * 10) ** 2 / MIB, rel_tol=0.01)
 
 
+def test_a_pack_adds_its_members_training_grams_on_device_and_host():
+    spec = run({"source": "digits", "n_train": 100, "n_test": 20}, {"depth": 2, "width": 8})   # ten outputs
+    grams = 2 * 4 * 8 * (100 * 10) ** 2 / MIB
+    assert 0 <= pack_memory_mb([spec] * 4) - run_memory_mb(spec) - grams < 1
+
+
 def test_every_rule_has_a_log_and_passes_lint():
-    out = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--config", "studies=silent_alignment"],
+    out = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--config", "studies=silent_alignment",
+                          "pack=1"],  # also the train_pack_<id> rules
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "Lints for" not in out.stdout + out.stderr

@@ -149,10 +149,10 @@ def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Seq
     :func:`ntkpipe.train.loop.train` calls its ``measure``, with ``checkpoint`` a
     :class:`PackCheckpoint`.
 
-    A checkpoint is one compiled call for the whole pack: it advances every member and returns
-    f(X_train) of all members (every measurement reads the loss), plus the quantities the
-    measurements read at checkpoint 0 (e.g. the training Gram); what they read later for the first
-    time is computed then, for all members in one call. Returns one :class:`Trajectory` per
+    After checkpoint 0 (init), a checkpoint is one compiled call for the whole pack: it advances
+    every member and returns, for all members, the shared quantities the measurements read at
+    checkpoint 0 (f(X_train) for the loss, and e.g. the training Gram); one they read for the
+    first time later is computed then, for all members in one call, as are those of checkpoint 0. Returns one :class:`Trajectory` per
     member; its ``seconds['train']`` (the compiled calls) and ``seconds['measure']`` (the rest of
     the measurements) are the pack's divided by k."""
     dtype = jnp.dtype(spec.dtype)
@@ -181,16 +181,18 @@ def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Seq
     stopped: list = [None] * k  # a stopped member's parameters where it stopped, as train keeps them
     diverged = [False] * k
     seconds_train, seconds_measure = 0.0, 0.0
-    names = frozenset(["f_train"])
+    names = frozenset()
     progress = Progress(label, total)
     done = 0
     for index, target in enumerate(ckpts):
         tic = time.perf_counter()
-        diffs, opt_states, finite, computed = _advance_pack(
-            diffs, static, opt_states, jnp.asarray(done), jnp.asarray(target - done), lr, multipliers,
-            jnp.asarray(total), key, x, y, evals, names=names, **options)
+        finite, computed = np.ones(k, bool), {}
+        if target > done:
+            diffs, opt_states, finite, computed = _advance_pack(
+                diffs, static, opt_states, jnp.asarray(done), jnp.asarray(target - done), lr, multipliers,
+                jnp.asarray(total), key, x, y, evals, names=names, **options)
+            finite = np.asarray(finite)
         checkpoint = PackCheckpoint(diffs, static, evals, options["chunk"], computed)
-        finite = np.asarray(finite)
         seconds_train += time.perf_counter() - tic
         done = int(target)
         for i in range(k):
@@ -208,8 +210,8 @@ def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Seq
                 running[i], diverged[i] = False, True
                 stopped[i] = unstack(diffs, i)
         seconds_measure += time.perf_counter() - tic
-        if index == 0:  # from now on computed with the training step
-            names = frozenset(names | checkpoint.used)
+        if index == 0:  # what the measurements read at init is computed with the training steps from now on
+            names = frozenset(checkpoint.used)
         progress.update(done, loss=next((r[-1].get("loss") for r, on in zip(records, running) if on), None))
     progress.close(diverged=all(diverged))
     spe = steps_per_epoch(x.shape[1], spec.batch_size)
