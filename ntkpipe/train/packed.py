@@ -47,6 +47,10 @@ GRAM_CHUNK_BYTES = 256 * 2**20
 this many bytes of float64 Grams (at least one); the rest follow in a loop of the same program."""
 
 
+QUANTITIES = ("f_train", "f_test", "gram_train")
+"""What checkpoint measurements share (:class:`ntkpipe.measure.context.ModelView`'s cached arrays)."""
+
+
 def _quantities(diff, static, x, x_test, x64, names: frozenset):
     """One member's shared checkpoint quantities ``names`` (of :data:`QUANTITIES`): outputs
     f(X_train), f(X_test) in the training dtype and the float64 NTK Gram Θ(X_train, X_train)."""
@@ -59,9 +63,6 @@ def _quantities(diff, static, x, x_test, x64, names: frozenset):
     if "gram_train" in names:
         out["gram_train"] = flatten_gram(empirical_ntk(model, x64))
     return out
-
-
-QUANTITIES = ("f_train", "f_test", "gram_train")
 
 
 def _pack_quantities(diffs, static, evals, names: frozenset, chunk: int):
