@@ -16,6 +16,7 @@ from ntkpipe.models import MLP
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from gram_vs_gemm import layer_gemm_flops
+from suite_time import job_seconds
 from train_throughput import step_flops
 
 
@@ -58,3 +59,15 @@ def test_nt_reference_rejects_bad_arguments(argv, message):
                          check=False, capture_output=True, text=True)
     assert out.returncode == 2
     assert message in out.stderr
+
+
+def test_job_seconds_sums_the_finished_jobs_of_each_rule(tmp_path):
+    logs = {"train/a.log": "t0 train_run -> a: started\ntrain_run -> a: done in 2.5 s\n",
+            "train/b/c.log": "t0 train_run -> c: started\ntrain_run -> c: done in 1.25 s\n",
+            "train/d.log": "t0 train_run -> d: started\nTraceback ...\ntrain_run -> d: failed after 9.0 s\n",
+            "plot/e.log": "t0 plot -> e: started\nplot -> e: done in 0.5 s\n",
+            "plot/f.log": "t0 plot -> f: started\n"}
+    for name, text in logs.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert job_seconds(tmp_path) == {"plot": (1, 0.5), "train": (2, 3.75)}
