@@ -29,9 +29,9 @@ def _label(job: RunJob, size: int) -> str:
 def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]:
     """Train ``jobs`` (one pack, :mod:`ntkpipe.study.packs`) and write ``outs[i]`` for ``jobs[i]``.
     Members whose networks differ in a static field or whose data differ in shape train in
-    separate vmapped programs within this job. A run's ``seconds_train`` is its share of its
-    program's training time, ``seconds_job`` that share of the setup plus its own measurements and
-    store."""
+    separate vmapped programs within this job. A run's ``seconds_train`` and ``seconds_measure``
+    are its share (1/k) of its program's compiled calls and checkpoint measurements, plus its own
+    final measurements; ``seconds_job`` adds its share of the setup and its own store."""
     if len(jobs) != len(outs):
         raise ValueError(f"train_pack: {len(jobs)} runs but {len(outs)} output paths")
     tic = time.perf_counter()
