@@ -1,15 +1,17 @@
-"""Packed training: k same-shape runs trained together in one compiled, vmapped program.
+"""Packed training: k same-shape runs trained together in one compiled program per checkpoint.
 
 Members share the network's structure (tree and static fields), the data shapes, the optimizer and
-the step and checkpoint schedule; they differ in the vmapped leaves: initial parameters (σ, seed),
-learning rate, batch-order key and training data (seed, label index). Between two checkpoints
-``advance_steps`` of :mod:`ntkpipe.train.loop` runs under ``jax.vmap``, and the same compiled call
-returns what the checkpoint measurements share, for every member: outputs f(X_train), f(X_test) and
+the step and checkpoint schedule; they differ in the mapped leaves: initial parameters (σ, seed),
+learning rate, batch-order key and training data (seed, label index). Between two checkpoints one
+compiled call runs ``advance_steps`` of :mod:`ntkpipe.train.loop` for every member (``lax.map``:
+each member's steps are the unbatched arithmetic of :func:`train`, so the parameters are
+bit-identical on CPU; a ``vmap`` sums batched matmuls in another order, which Adam near
+interpolation amplifies to percent-level differences of the final parameters), and returns what
+the checkpoint measurements share, for every member (vmapped): outputs f(X_train), f(X_test) and
 the training Gram Θ(X_train, X_train) (:class:`PackCheckpoint`); each member's measurements then
 read their slices (:class:`ntkpipe.measure.context.PackedView`). A member whose loss turns
-non-finite stops (its remaining checkpoints are NaN) while the others go on: vmapped members share
-no arithmetic. Results equal the unpacked :func:`train` up to float rounding (a batched matmul may
-sum in another order; ``tests/test_packed.py`` states the tolerance).
+non-finite stops (its remaining checkpoints are NaN) while the others go on.
+``tests/test_packed.py`` states the tolerance.
 """
 
 from __future__ import annotations
@@ -77,12 +79,12 @@ def _pack_quantities(diffs, static, evals, names: frozenset, chunk: int):
 @eqx.filter_jit
 def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, total, keys, xs, ys, evals, *,
                   names: frozenset, chunk: int, **options):
-    """``advance_steps`` for every member at once, then the quantities ``names`` of the advanced
+    """``advance_steps`` for each member in turn, then the quantities ``names`` of the advanced
     members, in one compiled call; returns stacked (diff, opt_state, finite, quantities)."""
     def one(diff, opt_state, lr, key, x, y):
         return advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, **options)
 
-    diffs, opt_states, finite = jax.vmap(one)(diffs, opt_states, lrs, keys, xs, ys)
+    diffs, opt_states, finite = jax.lax.map(lambda member: one(*member), (diffs, opt_states, lrs, keys, xs, ys))
     return diffs, opt_states, finite, _pack_quantities(diffs, static, evals, names, chunk)
 
 
