@@ -60,9 +60,9 @@ sweep:
 """
 
 RTOL = 1e-6
-"""Packed vs unpacked: every stored variable agrees within RTOL times its largest magnitude (float32
-training: a vmapped matmul may sum in another order, about one float32 ulp of the parameters; on
-this CPU every variable of these sweeps is in fact bit-identical)."""
+"""Packed vs unpacked: every stored variable agrees within RTOL times its largest magnitude. Members
+train by ``lax.map`` (unbatched steps), so on CPU every variable of these sweeps is in fact
+bit-identical; the shared checkpoint quantities are vmapped (float64 rounding of kernel sums)."""
 
 RTOL_KERNEL = 1e-10
 """Float64 quantities of bit-identical (full-batch GD) parameters, read from the pack's vmapped
