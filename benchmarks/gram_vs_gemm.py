@@ -3,18 +3,19 @@
     python benchmarks/gram_vs_gemm.py                 # P = 1000, D = 64, C = 10, 2 × 500 ReLU
     python benchmarks/gram_vs_gemm.py --points 300    # smaller
 
-ntkpipe's full float64 Gram (``empirical_ntk``, ``mlp_layers``, x2 = x1: an (P, P, C, C) array) is
-timed against, in the same dtype and the same process, alternating runs:
+ntkpipe's full Gram (``empirical_ntk``, ``mlp_layers``, x2 = x1: an (P, P, C, C) array), in float64
+and in float32, is timed against, in the same dtype and the same process, alternating runs:
 
-* one GEMM (P·C × N)·(N × P·C) with N the width: the product one hidden layer's g_ℓ Gram needs;
+* one GEMM (P·C × N)·(N × P·C) with N the width: the product one hidden layer's g_ℓ Gram needs
+  (the Gram is also given per hidden layer: Gram / (hidden layers × GEMM));
 * the GEMMs the structured Gram is made of, summed over the layers ℓ = 1 … L:
   ⟨g_ℓ, g_ℓ'⟩ = (P·C × n_ℓ)·(n_ℓ × P·C) and ⟨h_{ℓ-1}, h_{ℓ-1}'⟩ = (P × n_{ℓ-1})·(n_{ℓ-1} × P),
   2·Σ_ℓ ((P·C)² n_ℓ + P² n_{ℓ-1}) FLOPs (full products; with x2 = x1 the Gram needs only the blocks on
   and above the diagonal).
 
 Peak memory of the Gram is measured in a fresh process, its kernels compiled beforehand: its peak
-RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a GPU. The full
-float64 Gram is timed (float32 and traced kernels: ``ntk_options.py``).
+RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a GPU, for the
+float64 Gram (traced and diagonal kernels: ``ntk_options.py``).
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     keys = jax.random.split(jax.random.key(2), 2 * len(sizes))
     a = jax.random.normal(keys[0], (P * C, N), jnp.float64)
     b = jax.random.normal(keys[1], (P * C, N), jnp.float64)
+    a32, b32 = a.astype(jnp.float32), b.astype(jnp.float32)
     g = [jax.random.normal(k, (P * C, n), jnp.float64) for k, n in zip(keys[2:], sizes[1:])]
     h = [jax.random.normal(k, (P, n), jnp.float64) for k, n in zip(keys[len(sizes):], sizes[:-1])]
     gemm = jax.jit(lambda a, b: a @ b.T)
@@ -121,6 +123,9 @@ def main(argv: list[str] | None = None) -> None:
         "gram": lambda: empirical_ntk(model, x, implementation="mlp_layers", block_size=args.block_size),
         "gemm": lambda: gemm(a, b),
         "layer_gemms": lambda: layer_gemms(g, h),
+        "gram32": lambda: empirical_ntk(model, x, implementation="mlp_layers", block_size=args.block_size,
+                                        dtype=jnp.float32),
+        "gemm32": lambda: gemm(a32, b32),
     }
     for call in cases.values():  # compile
         jax.block_until_ready(call())
@@ -135,15 +140,20 @@ def main(argv: list[str] | None = None) -> None:
     gemm_flops = 2 * (P * C) ** 2 * N
     layers_flops = layer_gemm_flops(P, C, sizes)
 
-    print(f"MLP Gram vs GEMM: P={P}, D={args.dim}, C={C}, {args.hidden} × {N} ReLU, float64, "
+    print(f"MLP Gram vs GEMM: P={P}, D={args.dim}, C={C}, {args.hidden} × {N} ReLU, "
           f"{jax.devices()[0].platform}, {args.repeats} alternating runs (best / median s)")
-    print(f"  gram          {best['gram']:7.3f} / {median['gram']:7.3f}   empirical_ntk, full C×C blocks")
+    print(f"  gram          {best['gram']:7.3f} / {median['gram']:7.3f}   empirical_ntk, full C×C blocks, float64")
     print(f"  gemm          {best['gemm']:7.3f} / {median['gemm']:7.3f}   ({P * C} × {N})·({N} × {P * C}), "
-          f"{gemm_flops / best['gemm'] / 1e9:.1f} GFLOP/s")
+          f"float64, {gemm_flops / best['gemm'] / 1e9:.1f} GFLOP/s")
     print(f"  layer_gemms   {best['layer_gemms']:7.3f} / {median['layer_gemms']:7.3f}   every layer's g and h "
-          f"Gram, {layers_flops / gemm_flops:.2f}× the GEMM's FLOPs")
-    print(f"  gram / gemm         {best['gram'] / best['gemm']:.2f}  (target ≤ 1.2)")
-    print(f"  gram / layer_gemms  {best['gram'] / best['layer_gemms']:.2f}")
+          f"Gram, {layers_flops / gemm_flops:.2f}× the GEMM's FLOPs, float64")
+    print(f"  gram32        {best['gram32']:7.3f} / {median['gram32']:7.3f}   the Gram in float32")
+    print(f"  gemm32        {best['gemm32']:7.3f} / {median['gemm32']:7.3f}   the GEMM in float32, "
+          f"{gemm_flops / best['gemm32'] / 1e9:.1f} GFLOP/s")
+    print(f"  gram / gemm                    {best['gram'] / best['gemm']:.2f}  (target ≤ 1.2)")
+    print(f"  gram / ({args.hidden} hidden layers × gemm)  {best['gram'] / (args.hidden * best['gemm']):.2f}")
+    print(f"  gram / layer_gemms             {best['gram'] / best['layer_gemms']:.2f}")
+    print(f"  gram32 / gemm32                {best['gram32'] / best['gemm32']:.2f}  (target ≤ 1.2)")
     if gram_peak is None:
         print("  peak memory: not measurable here")
     else:

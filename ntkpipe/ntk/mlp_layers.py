@@ -16,6 +16,16 @@ s_ℓ(x, x') = c_ℓ² ⟨h_{ℓ-1}(x), h_{ℓ-1}(x')⟩ + [bias] does not depen
 the trace needs one GEMM over the flattened (C·n_ℓ) gradients, n1·n2·C·n_ℓ multiply-adds instead
 of the n1·n2·C²·n_ℓ of the full kernel (:mod:`ntkpipe.ntk.outputs`), and no C × C block exists.
 With float32 features each layer's block is computed in float32 and the layers are summed in float64.
+
+The readout layer L has f = κ z_L, so g_L = κ·I for every example and K_L^{cd} = δ_cd κ² s_L(x, x'):
+no product over the outputs, only s_L added on the output diagonal. This is detected from the traced
+program (g_L depends on neither input nor weights), not assumed (:func:`readout_gradient_scale`).
+
+The Gram is one compiled loop over blocks of about ``TILE_ROWS`` example-output rows (b·C), written
+in place (:func:`ntkpipe.ntk.blocking.fill_gram`): per block, the two products of each layer
+(b·C × n_ℓ)·(n_ℓ × b·C) and (b × n_{ℓ-1})·(n_{ℓ-1} × b), then one fused pass that sums the layers and
+writes the block (and, for x2 = x1, its mirror). Small blocks keep that pass in cache and, for
+x2 = x1, bring the blocks computed on and above the diagonal close to half of them.
 """
 
 from __future__ import annotations
@@ -23,17 +33,22 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
 from ntkpipe.models import MLP, Linearized
-from ntkpipe.ntk.blocking import assemble_gram
+from ntkpipe.ntk.blocking import fill_gram
 from ntkpipe.ntk.outputs import (
     OUTPUT_AXES,
     factor_products,
+    identity_products,
     output_shape,
     times_pair_scale,
 )
+
+TILE_ROWS = 640
+"""Example-output rows b·C of a block (full kernel; b for traced and diagonal ones), at most block_size examples."""
 
 # Per example (batched: a leading example axis): layer inputs h_{ℓ-1} of shape (n_{ℓ-1},) and
 # output gradients g_ℓ = ∂f/∂z_ℓ of shape (C, n_ℓ), for ℓ = 1 … L.
@@ -67,16 +82,51 @@ def layer_features(mlp: MLP, x: Float[Array, " D"]) -> LayerFeatures:
 batched_layer_features = eqx.filter_jit(jax.vmap(layer_features, in_axes=(None, 0)))
 
 
+def readout_gradient_scale(mlp: MLP) -> float | None:
+    """κ when the last layer's output gradient g_L(x) = ∂f/∂z_L is κ·I for every input and all weights,
+    else ``None``.
+
+    g_L is traced under ``jax.vmap`` over weights and input with an unmapped output, which fails when
+    it depends on either; its value is then read at zero weights and input (concrete even inside
+    ``jax.jit``). Only shapes and static fields of ``mlp`` are used, so ``mlp`` may be traced.
+    """
+    arrays, static = eqx.partition(mlp, eqx.is_array)
+    zeros = jax.tree.map(lambda a: np.zeros((1, *a.shape), a.dtype), arrays)
+    x = np.zeros((1, mlp.weights[0].shape[1]), mlp.weights[0].dtype)
+
+    def readout_gradient(arrays, x):
+        return layer_features(eqx.combine(arrays, static), x)[1][-1]
+
+    try:
+        with jax.ensure_compile_time_eval():
+            gradient = np.asarray(jax.vmap(readout_gradient, out_axes=None)(zeros, x))
+    except ValueError:  # g_L is batched: it depends on the input or the weights
+        return None
+    scale = gradient[0, 0]
+    return float(scale) if np.array_equal(gradient, scale * np.eye(len(gradient))) else None
+
+
 def _layer_grams(
-    mlp: MLP, features1: LayerFeatures, features2: LayerFeatures, outputs: str
+    mlp: MLP,
+    features1: LayerFeatures,
+    features2: LayerFeatures,
+    readout_scale: float | None,
+    outputs: str,
 ) -> list[Float[Array, "a b *O"]]:
-    """K_ℓ for each layer, in the features' dtype, with the output pairs ``outputs`` keeps."""
+    """K_ℓ for each layer, in the features' dtype, with the output pairs ``outputs`` keeps; the
+    readout's as κ²·δ_cd·s_L when ``readout_scale`` is κ."""
     bias = 0.0 if mlp.biases is None else 1.0
     (inputs1, grads1), (inputs2, grads2) = features1, features2
-    return [
-        times_pair_scale(factor_products(g1, g2, outputs), c**2 * (h1 @ h2.T) + bias)
-        for c, h1, g1, h2, g2 in zip(mlp.multipliers, inputs1, grads1, inputs2, grads2)
-    ]
+    num_outputs = grads1[-1].shape[1]
+    grams = []
+    for layer, (c, h1, g1, h2, g2) in enumerate(zip(mlp.multipliers, inputs1, grads1, inputs2, grads2)):
+        scale = c**2 * (h1 @ h2.T) + bias
+        if layer == mlp.depth - 1 and readout_scale is not None:
+            products = identity_products(readout_scale, num_outputs, outputs).astype(scale.dtype)
+            grams.append(times_pair_scale(jnp.broadcast_to(products, (*scale.shape, *products.shape)), scale))
+        else:
+            grams.append(times_pair_scale(factor_products(g1, g2, outputs), scale))
+    return grams
 
 
 def _rows(features: LayerFeatures, start: Int[Array, ""], size: int) -> LayerFeatures:
@@ -84,19 +134,43 @@ def _rows(features: LayerFeatures, start: Int[Array, ""], size: int) -> LayerFea
 
 
 @eqx.filter_jit
-def _gram_block(
+def _gram(
     mlp: MLP,
     features1: LayerFeatures,
-    features2: LayerFeatures,
-    row: Int[Array, ""],
-    col: Int[Array, ""],
+    features2: LayerFeatures | None,
+    readout_scale: float | None,
     sizes: tuple[int, int],
     per_layer: bool,
     outputs: str,
 ) -> Float[Array, "..."]:
-    grams = _layer_grams(mlp, _rows(features1, row, sizes[0]), _rows(features2, col, sizes[1]), outputs)
-    grams = [gram.astype(jnp.float64) for gram in grams]  # layers summed in float64
-    return jnp.stack(grams) if per_layer else sum(grams[1:], grams[0])
+    """The Gram (``features2=None``: x2 = x1) by :func:`fill_gram`, layers summed in float64 per block."""
+    second = features1 if features2 is None else features2
+
+    def block(row, col):
+        grams = _layer_grams(
+            mlp, _rows(features1, row, sizes[0]), _rows(second, col, sizes[1]), readout_scale, outputs
+        )
+        grams = [gram.astype(jnp.float64) for gram in grams]
+        return jnp.stack(grams) if per_layer else sum(grams[1:], grams[0])
+
+    n1, n2 = len(features1[0][0]), len(second[0][0])
+    num_outputs = features1[1][-1].shape[1]
+    leading = (mlp.depth,) if per_layer else ()
+    return fill_gram(
+        block,
+        (*leading, n1, n2, *output_shape(outputs, num_outputs)),
+        sizes,
+        symmetric=features2 is None,
+        output_axes=OUTPUT_AXES[outputs],
+        dtype=features1[0][0].dtype,
+    )
+
+
+def block_rows(n: int, num_outputs: int, block_size: int, outputs: str) -> int:
+    """Examples per block: ``TILE_ROWS`` example-output rows (b·C for the full kernel, b otherwise),
+    at most ``block_size`` and ``n``."""
+    per_example = num_outputs if outputs == "full" else 1
+    return max(1, min(block_size, n, TILE_ROWS // per_example))
 
 
 def mlp_layers_ntk(
@@ -108,23 +182,17 @@ def mlp_layers_ntk(
     block_size: int,
     outputs: str = "full",
 ) -> Float[Array, "..."]:
-    """NTK of ``mlp`` (``x2=None``: x1) by layer factorization, in blocks of ``block_size``, in the
-    dtype of ``mlp`` and ``x1`` (float64 or float32), with the output pairs ``outputs`` keeps.
+    """NTK of ``mlp`` (``x2=None``: x1) by layer factorization, in blocks of at most ``block_size``
+    examples (:func:`block_rows`), in the dtype of ``mlp`` and ``x1`` (float64 or float32), with the
+    output pairs ``outputs`` keeps.
 
     Memory: the features, O((n1 + n2)·C·Σ n_ℓ), the output, and one block.
     """
     features1 = batched_layer_features(mlp, x1)
-    features2 = features1 if x2 is None else batched_layer_features(mlp, x2)
-    n1 = len(x1)
-    n2 = n1 if x2 is None else len(x2)
-    sizes = (min(block_size, n1), min(block_size, n2))
+    features2 = None if x2 is None else batched_layer_features(mlp, x2)
     num_outputs = mlp.weights[-1].shape[0]
-    leading = (mlp.depth,) if per_layer else ()
-    return assemble_gram(
-        lambda row, col: _gram_block(mlp, features1, features2, row, col, sizes, per_layer, outputs),
-        (*leading, n1, n2, *output_shape(outputs, num_outputs)),
-        sizes,
-        symmetric=x2 is None,
-        output_axes=OUTPUT_AXES[outputs],
-        dtype=x1.dtype,
-    )
+    n2 = len(x1) if x2 is None else len(x2)
+    sizes = (block_rows(len(x1), num_outputs, block_size, outputs), block_rows(n2, num_outputs, block_size, outputs))
+    if x2 is None:
+        sizes = (min(sizes),) * 2
+    return _gram(mlp, features1, features2, readout_gradient_scale(mlp), sizes, per_layer, outputs)
