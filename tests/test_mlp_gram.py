@@ -1,5 +1,6 @@
-"""The structured MLP Gram's fast paths against brute-force Jacobians: the readout layer as κ²·δ_cd·s_L
-(detected from the traced program), small symmetric blocks with mirrored writes, inside jit."""
+"""The structured MLP Gram's fast paths against brute-force Jacobians: the readout layer as s_L ⊗ κ²·I
+(its constant gradient detected from the traced program), small symmetric blocks with mirrored
+writes, inside jit."""
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +9,7 @@ import pytest
 
 from ntkpipe.models import MLP
 from ntkpipe.ntk import empirical_ntk
-from ntkpipe.ntk.mlp_layers import TILE_ROWS, block_rows, mlp_layers_ntk, readout_gradient_scale
+from ntkpipe.ntk.mlp_layers import TILE_ROWS, block_rows, has_constant_readout_gradient, mlp_layers_ntk
 from tests.test_ntk import assert_close, brute_force_ntk, inputs
 from tests.test_ntk_options import mlp, reduced
 
@@ -27,18 +28,18 @@ class TanhReadout(MLP):
 
 
 @pytest.mark.parametrize("parameterization", ["standard", "ntk"])
-def test_readout_gradient_scale_is_the_output_scale_also_when_traced(parameterization):
+def test_readout_gradient_is_constant_also_when_traced(parameterization):
     model = MLP(4, 6, 3, 3, parameterization=parameterization, sigma=1.3, output_scale=0.7,
                 key=jax.random.key(0), dtype=jnp.float64)
-    assert readout_gradient_scale(model) == 0.7
-    assert jax.jit(lambda m: jnp.asarray(readout_gradient_scale(m)))(model) == 0.7
-    models = jax.vmap(lambda k: MLP(4, 6, 3, 3, output_scale=0.7, key=k, dtype=jnp.float64))(jax.random.split(jax.random.key(1), 2))
-    assert jax.vmap(lambda m: jnp.asarray(readout_gradient_scale(m)))(models).tolist() == [0.7, 0.7]
+    assert has_constant_readout_gradient(model)
+    assert jax.jit(lambda m: jnp.asarray(has_constant_readout_gradient(m)))(model)
+    models = jax.vmap(lambda k: MLP(4, 6, 3, 3, output_scale=0.7, key=k))(jax.random.split(jax.random.key(1), 2))
+    assert jax.vmap(lambda m: jnp.asarray(has_constant_readout_gradient(m)))(models).tolist() == [True, True]
 
 
 def test_readout_without_constant_gradient_takes_the_general_product():
     model = TanhReadout(4, 6, 2, 3, output_scale=0.7, bias=True, key=jax.random.key(0), dtype=jnp.float64)
-    assert readout_gradient_scale(model) is None
+    assert not has_constant_readout_gradient(model)
     x1, x2 = inputs(5, 4, 0), inputs(3, 4, 1)
     kernel = mlp_layers_ntk(model, x1, x2, per_layer=True, block_size=256)
     assert_close(kernel.sum(0), brute_force_ntk(model, x1, x2), rtol=1e-12)
@@ -88,3 +89,14 @@ def test_small_symmetric_blocks_with_many_outputs_match_brute_force():
     jitted = jax.jit(lambda m, x: empirical_ntk(m, x, per_layer=True))(model, x)
     assert_close(jitted.sum(0), expected, rtol=1e-12)
     assert_close(jitted[-1], brute_force_ntk(model, x, x, readout_layer(3)), rtol=1e-12)
+
+
+def test_gram_of_models_under_vmap_is_each_models_gram():
+    models = jax.vmap(lambda k: MLP(4, 6, 2, 3, output_scale=0.7, bias=True, key=k, dtype=jnp.float64))(
+        jax.random.split(jax.random.key(1), 2))
+    x = inputs(7, 4, 0)
+    kernels = jax.vmap(lambda m: empirical_ntk(m, x, per_layer=True, block_size=3))(models)
+    for i in range(2):
+        model = jax.tree.map(lambda a, i=i: a[i], models)
+        assert_close(kernels[i].sum(0), brute_force_ntk(model, x, x), rtol=1e-12)
+        assert_close(kernels[i][-1], brute_force_ntk(model, x, x, readout_layer(2)), rtol=1e-12)

@@ -18,8 +18,9 @@ of the n1·n2·C²·n_ℓ of the full kernel (:mod:`ntkpipe.ntk.outputs`), and n
 With float32 features each layer's block is computed in float32 and the layers are summed in float64.
 
 The readout layer L has f = κ z_L, so g_L = κ·I for every example and K_L^{cd} = δ_cd κ² s_L(x, x'):
-no product over the outputs, only s_L added on the output diagonal. This is detected from the traced
-program (g_L depends on neither input nor weights), not assumed (:func:`readout_gradient_scale`).
+no product over n_L per pair, only s_L times the constant (C, C) matrix g_L g_Lᵀ = κ²·I, fused into
+the block's sum (for the trace C κ² s_L). That g_L is one matrix for all inputs is read from the
+traced program (:func:`has_constant_readout_gradient`), not assumed from the parameterization.
 
 The Gram is one compiled loop over blocks of about ``TILE_ROWS`` example-output rows (b·C), written
 in place (:func:`ntkpipe.ntk.blocking.fill_gram`): per block, the two products of each layer
@@ -30,10 +31,11 @@ x2 = x1, bring the blocks computed on and above the diagonal close to half of th
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
@@ -42,7 +44,6 @@ from ntkpipe.ntk.blocking import fill_gram
 from ntkpipe.ntk.outputs import (
     OUTPUT_AXES,
     factor_products,
-    identity_products,
     output_shape,
     times_pair_scale,
 )
@@ -82,48 +83,51 @@ def layer_features(mlp: MLP, x: Float[Array, " D"]) -> LayerFeatures:
 batched_layer_features = eqx.filter_jit(jax.vmap(layer_features, in_axes=(None, 0)))
 
 
-def readout_gradient_scale(mlp: MLP) -> float | None:
-    """κ when the last layer's output gradient g_L(x) = ∂f/∂z_L is κ·I for every input and all weights,
-    else ``None``.
+def has_constant_readout_gradient(mlp: MLP) -> bool:
+    """Whether the last layer's output gradient g_L(x) = ∂f/∂z_L is one matrix for every input and all
+    weights (f is linear in z_L, as f = κ z_L): then K_L = s_L ⊗ g_L g_Lᵀ (module docstring).
 
-    g_L is traced under ``jax.vmap`` over weights and input with an unmapped output, which fails when
-    it depends on either; its value is then read at zero weights and input (concrete even inside
-    ``jax.jit``). Only shapes and static fields of ``mlp`` are used, so ``mlp`` may be traced.
+    Decided from the traced program, not from the parameterization: g_L is traced (shapes only, no
+    computation) under ``jax.vmap`` over the weights and the input with an unmapped output, which fails
+    when it depends on either. ``mlp`` may be traced (inside ``jax.jit`` or ``jax.vmap``).
     """
     arrays, static = eqx.partition(mlp, eqx.is_array)
-    zeros = jax.tree.map(lambda a: np.zeros((1, *a.shape), a.dtype), arrays)
-    x = np.zeros((1, mlp.weights[0].shape[1]), mlp.weights[0].dtype)
+    shapes = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), arrays)
+    return _traced_readout_gradient_is_constant(static, shapes)
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_readout_gradient_is_constant(static: MLP, shapes: MLP) -> bool:
+    batched = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), shapes)
+    x = jax.ShapeDtypeStruct((1, shapes.weights[0].shape[1]), shapes.weights[0].dtype)
 
     def readout_gradient(arrays, x):
         return layer_features(eqx.combine(arrays, static), x)[1][-1]
 
     try:
-        with jax.ensure_compile_time_eval():
-            gradient = np.asarray(jax.vmap(readout_gradient, out_axes=None)(zeros, x))
-    except ValueError:  # g_L is batched: it depends on the input or the weights
-        return None
-    scale = gradient[0, 0]
-    return float(scale) if np.array_equal(gradient, scale * np.eye(len(gradient))) else None
+        jax.eval_shape(jax.vmap(readout_gradient, out_axes=None), batched, x)
+    except ValueError:  # the output is batched: g_L depends on the input or the weights
+        return False
+    return True
 
 
 def _layer_grams(
     mlp: MLP,
     features1: LayerFeatures,
     features2: LayerFeatures,
-    readout_scale: float | None,
+    constant_readout: bool,
     outputs: str,
 ) -> list[Float[Array, "a b *O"]]:
-    """K_ℓ for each layer, in the features' dtype, with the output pairs ``outputs`` keeps; the
-    readout's as κ²·δ_cd·s_L when ``readout_scale`` is κ."""
+    """K_ℓ for each layer, in the features' dtype, with the output pairs ``outputs`` keeps; with
+    ``constant_readout`` the readout's as s_L ⊗ g_L g_Lᵀ from the first example's g_L."""
     bias = 0.0 if mlp.biases is None else 1.0
     (inputs1, grads1), (inputs2, grads2) = features1, features2
-    num_outputs = grads1[-1].shape[1]
     grams = []
     for layer, (c, h1, g1, h2, g2) in enumerate(zip(mlp.multipliers, inputs1, grads1, inputs2, grads2)):
         scale = c**2 * (h1 @ h2.T) + bias
-        if layer == mlp.depth - 1 and readout_scale is not None:
-            products = identity_products(readout_scale, num_outputs, outputs).astype(scale.dtype)
-            grams.append(times_pair_scale(jnp.broadcast_to(products, (*scale.shape, *products.shape)), scale))
+        if layer == mlp.depth - 1 and constant_readout:
+            products = factor_products(g1[:1], g1[:1], outputs)  # (1, 1, *O), the same for every pair
+            grams.append(times_pair_scale(jnp.broadcast_to(products, (*scale.shape, *products.shape[2:])), scale))
         else:
             grams.append(times_pair_scale(factor_products(g1, g2, outputs), scale))
     return grams
@@ -138,7 +142,7 @@ def _gram(
     mlp: MLP,
     features1: LayerFeatures,
     features2: LayerFeatures | None,
-    readout_scale: float | None,
+    constant_readout: bool,
     sizes: tuple[int, int],
     per_layer: bool,
     outputs: str,
@@ -148,7 +152,7 @@ def _gram(
 
     def block(row, col):
         grams = _layer_grams(
-            mlp, _rows(features1, row, sizes[0]), _rows(second, col, sizes[1]), readout_scale, outputs
+            mlp, _rows(features1, row, sizes[0]), _rows(second, col, sizes[1]), constant_readout, outputs
         )
         grams = [gram.astype(jnp.float64) for gram in grams]
         return jnp.stack(grams) if per_layer else sum(grams[1:], grams[0])
@@ -195,4 +199,5 @@ def mlp_layers_ntk(
     sizes = (block_rows(len(x1), num_outputs, block_size, outputs), block_rows(n2, num_outputs, block_size, outputs))
     if x2 is None:
         sizes = (min(sizes),) * 2
-    return _gram(mlp, features1, features2, readout_gradient_scale(mlp), sizes, per_layer, outputs)
+    constant_readout = has_constant_readout_gradient(mlp)
+    return _gram(mlp, features1, features2, constant_readout, sizes, per_layer, outputs)

@@ -44,15 +44,6 @@ def factor_products(a: Float[Array, "a C p"], b: Float[Array, "b C p"], outputs:
     return a.reshape(len(a), -1) @ b.reshape(len(b), -1).T
 
 
-def identity_products(scale: float, num_outputs: int, outputs: str) -> Float[Array, "*O"]:
-    """⟨κ e_c, κ e_d⟩ = κ²·δ_cd for factors κ·I, the same for every example pair: κ²·I (full),
-    κ²·1 (diagonal), C·κ² (trace)."""
-    products = scale**2 * jnp.eye(num_outputs)
-    if outputs == "full":
-        return products
-    return jnp.diagonal(products) if outputs == "diagonal" else jnp.trace(products)
-
-
 def times_pair_scale(kernel: Float[Array, "a b *O"], scale: Float[Array, "a b"]) -> Float[Array, "a b *O"]:
     """``kernel`` times a per-example-pair factor, broadcast over its output axes."""
     return kernel * scale.reshape(*scale.shape, *(1,) * (kernel.ndim - 2))
