@@ -13,9 +13,9 @@ and in float32, is timed against, in the same dtype and the same process, altern
   2·Σ_ℓ ((P·C)² n_ℓ + P² n_{ℓ-1}) FLOPs (full products; with x2 = x1 the Gram needs only the blocks on
   and above the diagonal).
 
-Peak memory of the Gram is measured in a fresh process, its kernels compiled beforehand: its peak
-RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a GPU, for the
-float64 Gram (traced and diagonal kernels: ``ntk_options.py``).
+Peak memory of the float64 Gram is measured in a fresh process, compiled ahead of time as one jitted
+program: its peak RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a
+GPU (traced and diagonal kernels: ``ntk_options.py``).
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ import jax.numpy as jnp
 import ntkpipe  # noqa: F401  (enables float64)
 from ntkpipe.models import MLP
 from ntkpipe.ntk import empirical_ntk
-from ntkpipe.ntk.mlp_layers import batched_layer_features
-from ntkpipe.ntk.precision import to_float64
 
 
 def make_model(dim: int, width: int, hidden: int, outputs: int, seed: int = 0) -> MLP:
@@ -57,25 +55,24 @@ def layer_gemm_flops(points: int, outputs: int, sizes: list[int]) -> int:
 def gram_peak_bytes(dim: int, width: int, hidden: int, outputs: int, points: int, block_size: int) -> int | None:
     """Memory one Gram adds at its peak, measured in a fresh process (an allocator that already holds
     freed buffers would hide it): device ``peak_bytes_in_use`` on a GPU, else the peak RSS
-    (``VmHWM``) above the RSS before the call. Both compiled functions are compiled beforehand
-    (the per-example features on all points, the block kernel by a Gram over ``block_size`` points).
-    ``None`` where unreadable."""
+    (``VmHWM``) above the RSS before the call. The Gram (features and blocks) is compiled ahead of
+    time as one ``jax.jit`` program, so compilation is not counted. ``None`` where unreadable."""
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
         return pool.submit(_fresh_gram_peak, dim, width, hidden, outputs, points, block_size).result()
 
 
 def _fresh_gram_peak(dim, width, hidden, outputs, points, block_size) -> int | None:
     model, x = make_model(dim, width, hidden, outputs), inputs(points, dim)
-    jax.block_until_ready(batched_layer_features(to_float64(model), x))
-    jax.block_until_ready(empirical_ntk(model, x[:block_size], implementation="mlp_layers", block_size=block_size))
+    gram = jax.jit(lambda model, x: empirical_ntk(model, x, implementation="mlp_layers", block_size=block_size))
+    compiled = gram.lower(model, x).compile()
     device = jax.devices()[0]
     if device.platform != "cpu":
         before = (device.memory_stats() or {}).get("bytes_in_use")
-        jax.block_until_ready(empirical_ntk(model, x, implementation="mlp_layers", block_size=block_size))
+        jax.block_until_ready(compiled(model, x))
         peak = (device.memory_stats() or {}).get("peak_bytes_in_use")
         return None if before is None or peak is None else peak - before
     before = status_bytes("VmRSS")
-    jax.block_until_ready(empirical_ntk(model, x, implementation="mlp_layers", block_size=block_size))
+    jax.block_until_ready(compiled(model, x))
     peak = status_bytes("VmHWM")
     return None if before is None or peak is None else peak - before
 

@@ -9,7 +9,12 @@ import pytest
 
 from ntkpipe.models import MLP
 from ntkpipe.ntk import empirical_ntk
-from ntkpipe.ntk.mlp_layers import TILE_ROWS, block_rows, has_constant_readout_gradient, mlp_layers_ntk
+from ntkpipe.ntk.mlp_layers import (
+    TILE_ROWS,
+    block_rows,
+    has_constant_readout_gradient,
+    mlp_layers_ntk,
+)
 from tests.test_ntk import assert_close, brute_force_ntk, inputs
 from tests.test_ntk_options import mlp, reduced
 
