@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 IMPLEMENTATIONS = {1: "jacobian_contraction", 2: "ntk_vector_products", 3: "structured_derivatives"}
@@ -75,6 +76,11 @@ def timed(call) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
+def run_kernel(kernel_fn, x, params):
+    """neural-tangents' kernel of ``x`` with itself, awaited."""
+    return kernel_fn(x, None, params).block_until_ready()
+
+
 def nt_side(args: argparse.Namespace) -> None:
     """In the neural-tangents environment: a server. Each stdin line ``{"implementation", "dtype",
     "kind", "save"}`` computes that kernel once and answers ``REPLY {"seconds": s}`` on stdout; with
@@ -108,7 +114,7 @@ def nt_side(args: argparse.Namespace) -> None:
             kernel_fns[key] = jax.jit(nt.empirical_ntk_fn(apply, trace_axes=KINDS[kind], vmap_axes=0,
                                                           implementation=implementation))
         params, x = inputs[dtype]
-        seconds, kernel = timed(lambda: kernel_fns[key](x, None, params).block_until_ready())
+        seconds, kernel = timed(partial(run_kernel, kernel_fns[key], x, params))
         if request["save"]:
             np.save(request["save"], np.asarray(kernel[rows], np.float64))
         del kernel
@@ -185,7 +191,7 @@ def ntkpipe_side(args: argparse.Namespace) -> None:
         print("-" * len(header))
         for dtype in args.dtypes:
             for kind in args.kinds:
-                _, kernel = timed(lambda: ntkpipe_kernel(dtype, kind))  # compiles
+                _, kernel = timed(partial(ntkpipe_kernel, dtype, kind))  # compiles
                 reference = np.asarray(kernel[rows])
                 del kernel
                 errors = {}
@@ -195,7 +201,7 @@ def ntkpipe_side(args: argparse.Namespace) -> None:
                     errors[implementation] = relative_error(np.load(save), reference, kind, args.outputs)
                 ntkpipe_times, nt_times = [], {i: [] for i in args.implementations}
                 for _ in range(args.repeats):
-                    seconds, kernel = timed(lambda: ntkpipe_kernel(dtype, kind))
+                    seconds, kernel = timed(partial(ntkpipe_kernel, dtype, kind))
                     del kernel
                     ntkpipe_times.append(seconds)
                     for implementation in args.implementations:
