@@ -72,9 +72,11 @@ def test_readout_component_is_diagonal_in_the_outputs(architecture):
 
 
 def test_block_rows_hold_about_tile_rows_example_outputs():
-    assert block_rows(1000, 10, 256, "full") == TILE_ROWS // 10
-    assert block_rows(1000, 10, 32, "full") == 32  # at most block_size
-    assert block_rows(1000, 10, 256, "trace") == 256
+    assert block_rows(1000, 10, 256, "full") == 63  # 16 blocks of at most TILE_ROWS // 10 = 64
+    assert block_rows(1024, 10, 256, "full") == TILE_ROWS // 10
+    assert block_rows(100, 10, 256, "full") == 50  # two blocks, not 64 + 64 overlapping by 28
+    assert block_rows(1024, 10, 32, "full") == 32  # at most block_size
+    assert block_rows(1000, 10, 256, "trace") == 250  # four blocks of at most 256
     assert block_rows(5, 10, 256, "diagonal") == 5  # at most n
     assert block_rows(1000, 10_000, 256, "full") == 1
 

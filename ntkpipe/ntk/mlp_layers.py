@@ -171,10 +171,13 @@ def _gram(
 
 
 def block_rows(n: int, num_outputs: int, block_size: int, outputs: str) -> int:
-    """Examples per block: ``TILE_ROWS`` example-output rows (b·C for the full kernel, b otherwise),
-    at most ``block_size`` and ``n``."""
+    """Examples per block: at most ``TILE_ROWS`` example-output rows (b·C for the full kernel, b
+    otherwise), ``block_size`` and ``n``, and then as few as still need the same number of blocks
+    k = ⌈n / b_max⌉, b = ⌈n / k⌉, so that the last block barely overlaps its neighbour (n = 100 at
+    b_max = 64: two blocks of 50, not 64 and 64 recomputing 28 rows)."""
     per_example = num_outputs if outputs == "full" else 1
-    return max(1, min(block_size, n, TILE_ROWS // per_example))
+    largest = max(1, min(block_size, n, TILE_ROWS // per_example))
+    return -(-n // -(-n // largest))
 
 
 def mlp_layers_ntk(
