@@ -1,14 +1,24 @@
-"""Wall time and peak memory of the LeNet-5 train ∪ test Gram on the scikit-learn digits, per generic NTK.
+"""Wall time and peak memory of a LeNet-5 train ∪ test Gram, per generic NTK implementation.
 
-    python benchmarks/cnn_ntk.py                  # all 1,797 digits
-    python benchmarks/cnn_ntk.py --n 512          # a smaller run
+    python benchmarks/cnn_ntk.py                          # all 1,797 digits (8×8×1)
+    python benchmarks/cnn_ntk.py --n 512                  # a smaller run
+    python benchmarks/cnn_ntk.py --data cifar             # 2,000 CIFAR-sized inputs (32×32×3), synthetic
+    python benchmarks/cnn_ntk.py --data cifar --implementations jacobian auto
     python benchmarks/cnn_ntk.py --block-size 128
 
-LeNet-5 (``ntkpipe.models.LENET5``: ReLU, standard parameterization, σ = √2, biases, one output) on the
-(8, 8, 1) digits scaled to [0, 1]; ``empirical_ntk(model, x)`` (x2 = x1) in float64 with
-``JACOBIAN``, ``NTK_VECTOR_PRODUCTS`` and ``AUTO``. Each case runs in a fresh process, so its peak RSS
-(``resource.getrusage``) is its own. One call per case; the time JAX reports spending on tracing,
-lowering and compiling during it (``jax.monitoring``) is shown apart and left out of the run time.
+LeNet-5 (``ntkpipe.models.LENET5``: ReLU, standard parameterization, σ = √2, biases, one output; the
+model of the specs' ``preset: lenet5``) on ``--data``:
+
+* ``digits``: the (8, 8, 1) scikit-learn digits scaled to [0, 1];
+* ``cifar``: CIFAR-sized (32, 32, 3) inputs, the input shape of the specs' ``source: cifar10``
+  variants. The CIFAR-10 files are not needed: the images are standard normal, standardized as ntkpipe
+  standardizes images (pixel mean removed, divided by the RMS of what is left). Only the shape
+  matters for the time and memory of the Gram.
+
+``empirical_ntk(model, x)`` (x2 = x1) in float64 with ``JACOBIAN``, ``NTK_VECTOR_PRODUCTS`` and
+``AUTO``. Each case runs in a fresh process, so its peak RSS (``resource.getrusage``) is its own.
+One call per case; the time JAX reports spending on tracing, lowering and compiling during it
+(``jax.monitoring``) is shown apart and left out of the run time.
 
 Times are given as ratios to a plain float64 GEMM J·Jᵀ with J of shape (n, P): the 2·n²·P FLOPs of
 contracting explicit Jacobians (P parameters, C = 1), timed in its own process in the same run, so
@@ -25,13 +35,24 @@ from multiprocessing import get_context
 
 IMPLEMENTATIONS = ("jacobian", "ntk_vector_products", "auto")
 NUM_DIGITS = 1797
+INPUT_SHAPES = {"digits": (8, 8, 1), "cifar": (32, 32, 3)}
+DEFAULT_N = {"digits": NUM_DIGITS, "cifar": 2000}
 
 
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
 
 
-def _lenet_and_digits(n: int):
+def cifar_sized_images(n: int, seed: int = 0):
+    """``n`` standard normal (32, 32, 3) images, standardized: pixel mean removed, unit RMS."""
+    import numpy as np
+
+    x = np.random.default_rng(seed).standard_normal((n, *INPUT_SHAPES["cifar"]))
+    x = x - x.mean(axis=0)
+    return x / np.sqrt(np.mean(x**2))
+
+
+def _lenet_and_inputs(data: str, n: int):
     import jax
     import jax.numpy as jnp
 
@@ -40,13 +61,13 @@ def _lenet_and_digits(n: int):
     from ntkpipe.models import CNN, LENET5
 
     conv, dense = LENET5
-    model = CNN((8, 8, 1), conv, dense, activation="relu", sigma=2**0.5, bias=True, dtype=jnp.float64,
+    model = CNN(INPUT_SHAPES[data], conv, dense, activation="relu", sigma=2**0.5, bias=True, dtype=jnp.float64,
                 key=jax.random.key(0))
-    x = jnp.asarray(digits_pool()[0][:n].reshape(n, 8, 8, 1))
-    return model, x
+    x = digits_pool()[0][:n].reshape(n, 8, 8, 1) if data == "digits" else cifar_sized_images(n)
+    return model, jnp.asarray(x, jnp.float64)
 
 
-def reference(n: int) -> dict:
+def reference(data: str, n: int) -> dict:
     """P, [FP], the modelled costs and AUTO's choice, and the seconds of the float64 GEMM J·Jᵀ."""
     import jax
     import jax.numpy as jnp
@@ -54,7 +75,7 @@ def reference(n: int) -> dict:
     from ntkpipe.ntk import choose_implementation
     from ntkpipe.ntk.cost import forward_flops, generic_costs, parameter_count
 
-    model, x = _lenet_and_digits(n)
+    model, x = _lenet_and_inputs(data, n)
     num_params = parameter_count(model)
     jacobian = jax.random.normal(jax.random.key(1), (n, num_params), jnp.float64)
     gram = jax.jit(lambda j: j @ j.T)
@@ -73,12 +94,12 @@ def reference(n: int) -> dict:
     }
 
 
-def run_case(implementation: str, n: int, block_size: int) -> dict:
+def run_case(implementation: str, data: str, n: int, block_size: int) -> dict:
     import jax
 
     from ntkpipe.ntk import empirical_ntk
 
-    model, x = _lenet_and_digits(n)
+    model, x = _lenet_and_inputs(data, n)
     idle_rss = _peak_rss_mb()
     compile_s = [0.0]
 
@@ -106,15 +127,25 @@ def _in_fresh_process(function, *args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=NUM_DIGITS, help="digits (the first n of 1,797)")
+    parser.add_argument("--data", choices=sorted(INPUT_SHAPES), default="digits",
+                        help="digits: scikit-learn's 8×8×1; cifar: synthetic CIFAR-sized 32×32×3 (module docstring)")
+    parser.add_argument("--n", type=int, help="inputs (default: all 1,797 digits; 2,000 CIFAR-sized)")
     parser.add_argument("--block-size", type=int, default=256, help="empirical_ntk block_size")
+    parser.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS, default=list(IMPLEMENTATIONS))
     args = parser.parse_args()
-    n, block_size = min(args.n, NUM_DIGITS), args.block_size
+    n = DEFAULT_N[args.data] if args.n is None else args.n
+    if args.data == "digits":
+        n = min(n, NUM_DIGITS)
+    if n < 1 or args.block_size < 1:
+        parser.error("--n and --block-size must be positive")
+    block_size = args.block_size
 
-    ref = _in_fresh_process(reference, n)
+    ref = _in_fresh_process(reference, args.data, n)
     gemm_s = ref["gemm_s"]
     costs = ref["costs"]
-    print(f"LeNet-5 NTK on {n} digits (8×8×1), x2 = x1, float64, block_size {block_size}")
+    shape = "×".join(map(str, INPUT_SHAPES[args.data]))
+    inputs = "digits" if args.data == "digits" else "synthetic CIFAR-sized inputs"
+    print(f"LeNet-5 NTK on {n} {inputs} ({shape}), x2 = x1, float64, block_size {block_size}")
     print(f"P = {ref['num_params']} parameters, [FP] = {ref['forward_flops']:.0f} FLOPs per example, C = 1")
     print(
         f"modelled FLOPs: Jacobian contraction {costs['jacobian']:.3g}, NTK-vector products "
@@ -130,8 +161,8 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
-    for implementation in IMPLEMENTATIONS:
-        r = _in_fresh_process(run_case, implementation, n, block_size)
+    for implementation in args.implementations:
+        r = _in_fresh_process(run_case, implementation, args.data, n, block_size)
         name = f"auto ({ref['auto']})" if implementation == "auto" else implementation
         print(
             f"{name:<20} {r['compile_s']:>9.2f} {r['run_s']:>7.2f} {r['run_s'] / gemm_s:>10.2f} "

@@ -3,18 +3,19 @@
     python benchmarks/gram_vs_gemm.py                 # P = 1000, D = 64, C = 10, 2 × 500 ReLU
     python benchmarks/gram_vs_gemm.py --points 300    # smaller
 
-ntkpipe's full float64 Gram (``empirical_ntk``, ``mlp_layers``, x2 = x1: an (P, P, C, C) array) is
-timed against, in the same dtype and the same process, alternating runs:
+ntkpipe's full Gram (``empirical_ntk``, ``mlp_layers``, x2 = x1: an (P, P, C, C) array), in float64
+and in float32, is timed against, in the same dtype and the same process, alternating runs:
 
-* one GEMM (P·C × N)·(N × P·C) with N the width: the product one hidden layer's g_ℓ Gram needs;
+* one GEMM (P·C × N)·(N × P·C) with N the width: the product one hidden layer's g_ℓ Gram needs
+  (the Gram is also given per hidden layer: Gram / (hidden layers × GEMM));
 * the GEMMs the structured Gram is made of, summed over the layers ℓ = 1 … L:
   ⟨g_ℓ, g_ℓ'⟩ = (P·C × n_ℓ)·(n_ℓ × P·C) and ⟨h_{ℓ-1}, h_{ℓ-1}'⟩ = (P × n_{ℓ-1})·(n_{ℓ-1} × P),
   2·Σ_ℓ ((P·C)² n_ℓ + P² n_{ℓ-1}) FLOPs (full products; with x2 = x1 the Gram needs only the blocks on
   and above the diagonal).
 
-Peak memory of the Gram is measured in a fresh process, its kernels compiled beforehand: its peak
-RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a GPU. The full
-float64 Gram is timed (float32 and traced kernels: ``ntk_options.py``).
+Peak memory of the float64 Gram is measured in a fresh process, compiled ahead of time as one jitted
+program: its peak RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a
+GPU (traced and diagonal kernels: ``ntk_options.py``).
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ import jax.numpy as jnp
 import ntkpipe  # noqa: F401  (enables float64)
 from ntkpipe.models import MLP
 from ntkpipe.ntk import empirical_ntk
-from ntkpipe.ntk.mlp_layers import batched_layer_features
-from ntkpipe.ntk.precision import to_float64
 
 
 def make_model(dim: int, width: int, hidden: int, outputs: int, seed: int = 0) -> MLP:
@@ -56,25 +55,24 @@ def layer_gemm_flops(points: int, outputs: int, sizes: list[int]) -> int:
 def gram_peak_bytes(dim: int, width: int, hidden: int, outputs: int, points: int, block_size: int) -> int | None:
     """Memory one Gram adds at its peak, measured in a fresh process (an allocator that already holds
     freed buffers would hide it): device ``peak_bytes_in_use`` on a GPU, else the peak RSS
-    (``VmHWM``) above the RSS before the call. Both compiled functions are compiled beforehand
-    (the per-example features on all points, the block kernel by a Gram over ``block_size`` points).
-    ``None`` where unreadable."""
+    (``VmHWM``) above the RSS before the call. The Gram (features and blocks) is compiled ahead of
+    time as one ``jax.jit`` program, so compilation is not counted. ``None`` where unreadable."""
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
         return pool.submit(_fresh_gram_peak, dim, width, hidden, outputs, points, block_size).result()
 
 
 def _fresh_gram_peak(dim, width, hidden, outputs, points, block_size) -> int | None:
     model, x = make_model(dim, width, hidden, outputs), inputs(points, dim)
-    jax.block_until_ready(batched_layer_features(to_float64(model), x))
-    jax.block_until_ready(empirical_ntk(model, x[:block_size], implementation="mlp_layers", block_size=block_size))
+    gram = jax.jit(lambda model, x: empirical_ntk(model, x, implementation="mlp_layers", block_size=block_size))
+    compiled = gram.lower(model, x).compile()
     device = jax.devices()[0]
     if device.platform != "cpu":
         before = (device.memory_stats() or {}).get("bytes_in_use")
-        jax.block_until_ready(empirical_ntk(model, x, implementation="mlp_layers", block_size=block_size))
+        jax.block_until_ready(compiled(model, x))
         peak = (device.memory_stats() or {}).get("peak_bytes_in_use")
         return None if before is None or peak is None else peak - before
     before = status_bytes("VmRSS")
-    jax.block_until_ready(empirical_ntk(model, x, implementation="mlp_layers", block_size=block_size))
+    jax.block_until_ready(compiled(model, x))
     peak = status_bytes("VmHWM")
     return None if before is None or peak is None else peak - before
 
@@ -113,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     keys = jax.random.split(jax.random.key(2), 2 * len(sizes))
     a = jax.random.normal(keys[0], (P * C, N), jnp.float64)
     b = jax.random.normal(keys[1], (P * C, N), jnp.float64)
+    a32, b32 = a.astype(jnp.float32), b.astype(jnp.float32)
     g = [jax.random.normal(k, (P * C, n), jnp.float64) for k, n in zip(keys[2:], sizes[1:])]
     h = [jax.random.normal(k, (P, n), jnp.float64) for k, n in zip(keys[len(sizes):], sizes[:-1])]
     gemm = jax.jit(lambda a, b: a @ b.T)
@@ -121,6 +120,9 @@ def main(argv: list[str] | None = None) -> None:
         "gram": lambda: empirical_ntk(model, x, implementation="mlp_layers", block_size=args.block_size),
         "gemm": lambda: gemm(a, b),
         "layer_gemms": lambda: layer_gemms(g, h),
+        "gram32": lambda: empirical_ntk(model, x, implementation="mlp_layers", block_size=args.block_size,
+                                        dtype=jnp.float32),
+        "gemm32": lambda: gemm(a32, b32),
     }
     for call in cases.values():  # compile
         jax.block_until_ready(call())
@@ -135,15 +137,20 @@ def main(argv: list[str] | None = None) -> None:
     gemm_flops = 2 * (P * C) ** 2 * N
     layers_flops = layer_gemm_flops(P, C, sizes)
 
-    print(f"MLP Gram vs GEMM: P={P}, D={args.dim}, C={C}, {args.hidden} × {N} ReLU, float64, "
+    print(f"MLP Gram vs GEMM: P={P}, D={args.dim}, C={C}, {args.hidden} × {N} ReLU, "
           f"{jax.devices()[0].platform}, {args.repeats} alternating runs (best / median s)")
-    print(f"  gram          {best['gram']:7.3f} / {median['gram']:7.3f}   empirical_ntk, full C×C blocks")
+    print(f"  gram          {best['gram']:7.3f} / {median['gram']:7.3f}   empirical_ntk, full C×C blocks, float64")
     print(f"  gemm          {best['gemm']:7.3f} / {median['gemm']:7.3f}   ({P * C} × {N})·({N} × {P * C}), "
-          f"{gemm_flops / best['gemm'] / 1e9:.1f} GFLOP/s")
+          f"float64, {gemm_flops / best['gemm'] / 1e9:.1f} GFLOP/s")
     print(f"  layer_gemms   {best['layer_gemms']:7.3f} / {median['layer_gemms']:7.3f}   every layer's g and h "
-          f"Gram, {layers_flops / gemm_flops:.2f}× the GEMM's FLOPs")
-    print(f"  gram / gemm         {best['gram'] / best['gemm']:.2f}  (target ≤ 1.2)")
-    print(f"  gram / layer_gemms  {best['gram'] / best['layer_gemms']:.2f}")
+          f"Gram, {layers_flops / gemm_flops:.2f}× the GEMM's FLOPs, float64")
+    print(f"  gram32        {best['gram32']:7.3f} / {median['gram32']:7.3f}   the Gram in float32")
+    print(f"  gemm32        {best['gemm32']:7.3f} / {median['gemm32']:7.3f}   the GEMM in float32, "
+          f"{gemm_flops / best['gemm32'] / 1e9:.1f} GFLOP/s")
+    print(f"  gram / gemm                    {best['gram'] / best['gemm']:.2f}  (target ≤ 1.2)")
+    print(f"  gram / ({args.hidden} hidden layers × gemm)  {best['gram'] / (args.hidden * best['gemm']):.2f}")
+    print(f"  gram / layer_gemms             {best['gram'] / best['layer_gemms']:.2f}")
+    print(f"  gram32 / gemm32                {best['gram32'] / best['gemm32']:.2f}  (target ≤ 1.2)")
     if gram_peak is None:
         print("  peak memory: not measurable here")
     else:

@@ -1,4 +1,5 @@
-"""Benchmark scripts: the FLOP counts they report, and the neural-tangents runner's argument handling."""
+"""Benchmark scripts: the FLOP counts they report, the suite's job seconds, the neural-tangents runner's
+argument handling and kernel comparison, and the CIFAR-sized inputs of the CNN benchmark."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ from pathlib import Path
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from ntkpipe.models import MLP
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from cnn_ntk import cifar_sized_images
 from gram_vs_gemm import layer_gemm_flops
+from nt_reference import relative_error, sample_rows
 from suite_time import job_seconds
 from train_throughput import step_flops
 
@@ -71,3 +75,27 @@ def test_job_seconds_sums_the_finished_jobs_of_each_rule(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert job_seconds(tmp_path) == {"plot": (1, 0.5), "train": (2, 3.75)}
+
+
+def test_nt_reference_compares_the_traced_mean_of_neural_tangents_with_ntkpipes_trace():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((5, 3, 7))  # K_ijcd = <a_ic, a_jd>, C = 3
+    full = np.einsum("icp,jdp->ijcd", a, a)
+    trace_sum = np.einsum("icp,jcp->ij", a, a)
+    nt_traced_mean = np.trace(full, axis1=-2, axis2=-1) / 3
+    assert relative_error(nt_traced_mean, trace_sum, "trace", 3) < 1e-15
+    assert relative_error(full, full, "full", 3) == 0.0
+    assert relative_error(1.5 * full, full, "full", 3) == pytest.approx(0.5)
+
+
+def test_nt_reference_samples_rows_spread_over_every_block():
+    assert sample_rows(1000) == [0, 143, 285, 428, 571, 714, 856, 999]
+    assert sample_rows(3) == [0, 1, 2]
+    assert sample_rows(1) == [0]
+
+
+def test_cifar_sized_images_are_standardized_per_pixel():
+    x = cifar_sized_images(50)
+    assert x.shape == (50, 32, 32, 3)
+    np.testing.assert_allclose(x.mean(axis=0), 0.0, atol=1e-12)
+    assert np.sqrt(np.mean(x**2)) == pytest.approx(1.0, abs=1e-12)

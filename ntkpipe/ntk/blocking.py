@@ -1,4 +1,5 @@
-"""Assemble a Gram array block by block, writing each block in place into the output buffer."""
+"""Assemble a Gram array block by block, writing each block in place into the output buffer:
+eagerly, one compiled block at a time (:func:`assemble_gram`), or as one traced loop (:func:`fill_gram`)."""
 
 from __future__ import annotations
 
@@ -86,4 +87,40 @@ def assemble_gram(
                 out = write(out, block, row_index, col_index, mirror=True, output_axes=output_axes)
             if not traced:
                 out.block_until_ready()
+    return out
+
+
+def fill_gram(
+    block_kernel: BlockKernel,
+    shape: tuple[int, ...],
+    sizes: tuple[int, int],
+    symmetric: bool,
+    *,
+    output_axes: int = 2,
+    dtype=jnp.float64,
+) -> Float[Array, "..."]:
+    """:func:`assemble_gram` as one ``lax.fori_loop`` over the blocks, for use inside ``jax.jit``.
+
+    The output is the loop's carry, updated in place: memory is the output plus one block, and
+    each block's elementwise work is fused into its writes (the mirrored one included). With
+    ``symmetric`` the diagonal blocks are written once and the blocks above the diagonal twice.
+    """
+    rows = block_starts(shape[-2 - output_axes], sizes[0])
+    cols = block_starts(shape[-1 - output_axes], sizes[1])
+    pairs = [(row, col) for row in rows for col in cols if not symmetric or col >= row]
+    out = jnp.zeros(shape, dtype)
+    for mirror in (False, True) if symmetric else (False,):
+        chosen = [(row, col) for row, col in pairs if not symmetric or (col > row) == mirror]
+        if not chosen:
+            continue
+        starts = jnp.asarray(chosen)
+
+        def write_block(index, out, starts=starts, mirror=mirror):
+            row, col = starts[index, 0], starts[index, 1]
+            block = block_kernel(row, col)
+            if mirror:
+                out = _write(out, block, row, col, mirror=True, output_axes=output_axes)
+            return _write(out, block, row, col, mirror=False, output_axes=output_axes)
+
+        out = lax.fori_loop(0, len(chosen), write_block, out)
     return out

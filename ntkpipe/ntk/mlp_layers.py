@@ -16,9 +16,22 @@ s_ℓ(x, x') = c_ℓ² ⟨h_{ℓ-1}(x), h_{ℓ-1}(x')⟩ + [bias] does not depen
 the trace needs one GEMM over the flattened (C·n_ℓ) gradients, n1·n2·C·n_ℓ multiply-adds instead
 of the n1·n2·C²·n_ℓ of the full kernel (:mod:`ntkpipe.ntk.outputs`), and no C × C block exists.
 With float32 features each layer's block is computed in float32 and the layers are summed in float64.
+
+The readout layer L has f = κ z_L, so g_L = κ·I for every example and K_L^{cd} = δ_cd κ² s_L(x, x'):
+no product over n_L per pair, only s_L times the constant (C, C) matrix g_L g_Lᵀ = κ²·I, fused into
+the block's sum (for the trace C κ² s_L). That g_L is one matrix for all inputs is read from the
+traced program (:func:`has_constant_readout_gradient`), not assumed from the parameterization.
+
+The Gram is one compiled loop over blocks of about ``TILE_ROWS`` example-output rows (b·C), written
+in place (:func:`ntkpipe.ntk.blocking.fill_gram`): per block, the two products of each layer
+(b·C × n_ℓ)·(n_ℓ × b·C) and (b × n_{ℓ-1})·(n_{ℓ-1} × b), then one fused pass that sums the layers and
+writes the block (and, for x2 = x1, its mirror). Small blocks keep that pass in cache and, for
+x2 = x1, bring the blocks computed on and above the diagonal close to half of them.
 """
 
 from __future__ import annotations
+
+import functools
 
 import equinox as eqx
 import jax
@@ -27,13 +40,16 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from ntkpipe.models import MLP, Linearized
-from ntkpipe.ntk.blocking import assemble_gram
+from ntkpipe.ntk.blocking import fill_gram
 from ntkpipe.ntk.outputs import (
     OUTPUT_AXES,
     factor_products,
     output_shape,
     times_pair_scale,
 )
+
+TILE_ROWS = 640
+"""Example-output rows b·C of a block (full kernel; b for traced and diagonal ones), at most block_size examples."""
 
 # Per example (batched: a leading example axis): layer inputs h_{ℓ-1} of shape (n_{ℓ-1},) and
 # output gradients g_ℓ = ∂f/∂z_ℓ of shape (C, n_ℓ), for ℓ = 1 … L.
@@ -67,16 +83,54 @@ def layer_features(mlp: MLP, x: Float[Array, " D"]) -> LayerFeatures:
 batched_layer_features = eqx.filter_jit(jax.vmap(layer_features, in_axes=(None, 0)))
 
 
+def has_constant_readout_gradient(mlp: MLP) -> bool:
+    """Whether the last layer's output gradient g_L(x) = ∂f/∂z_L is one matrix for every input and all
+    weights (f is linear in z_L, as f = κ z_L): then K_L = s_L ⊗ g_L g_Lᵀ (module docstring).
+
+    Decided from the traced program, not from the parameterization: g_L is traced (shapes only, no
+    computation) under ``jax.vmap`` over the weights and the input with an unmapped output, which fails
+    when it depends on either. ``mlp`` may be traced (inside ``jax.jit`` or ``jax.vmap``).
+    """
+    arrays, static = eqx.partition(mlp, eqx.is_array)
+    shapes = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), arrays)
+    return _traced_readout_gradient_is_constant(static, shapes)
+
+
+@functools.lru_cache(maxsize=64)
+def _traced_readout_gradient_is_constant(static: MLP, shapes: MLP) -> bool:
+    batched = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), shapes)
+    x = jax.ShapeDtypeStruct((1, shapes.weights[0].shape[1]), shapes.weights[0].dtype)
+
+    def readout_gradient(arrays, x):
+        return layer_features(eqx.combine(arrays, static), x)[1][-1]
+
+    try:
+        jax.eval_shape(jax.vmap(readout_gradient, out_axes=None), batched, x)
+    except ValueError:  # the output is batched: g_L depends on the input or the weights
+        return False
+    return True
+
+
 def _layer_grams(
-    mlp: MLP, features1: LayerFeatures, features2: LayerFeatures, outputs: str
+    mlp: MLP,
+    features1: LayerFeatures,
+    features2: LayerFeatures,
+    constant_readout: bool,
+    outputs: str,
 ) -> list[Float[Array, "a b *O"]]:
-    """K_ℓ for each layer, in the features' dtype, with the output pairs ``outputs`` keeps."""
+    """K_ℓ for each layer, in the features' dtype, with the output pairs ``outputs`` keeps; with
+    ``constant_readout`` the readout's as s_L ⊗ g_L g_Lᵀ from the first example's g_L."""
     bias = 0.0 if mlp.biases is None else 1.0
     (inputs1, grads1), (inputs2, grads2) = features1, features2
-    return [
-        times_pair_scale(factor_products(g1, g2, outputs), c**2 * (h1 @ h2.T) + bias)
-        for c, h1, g1, h2, g2 in zip(mlp.multipliers, inputs1, grads1, inputs2, grads2)
-    ]
+    grams = []
+    for layer, (c, h1, g1, h2, g2) in enumerate(zip(mlp.multipliers, inputs1, grads1, inputs2, grads2)):
+        scale = c**2 * (h1 @ h2.T) + bias
+        if layer == mlp.depth - 1 and constant_readout:
+            products = factor_products(g1[:1], g1[:1], outputs)  # (1, 1, *O), the same for every pair
+            grams.append(times_pair_scale(jnp.broadcast_to(products, (*scale.shape, *products.shape[2:])), scale))
+        else:
+            grams.append(times_pair_scale(factor_products(g1, g2, outputs), scale))
+    return grams
 
 
 def _rows(features: LayerFeatures, start: Int[Array, ""], size: int) -> LayerFeatures:
@@ -84,19 +138,46 @@ def _rows(features: LayerFeatures, start: Int[Array, ""], size: int) -> LayerFea
 
 
 @eqx.filter_jit
-def _gram_block(
+def _gram(
     mlp: MLP,
     features1: LayerFeatures,
-    features2: LayerFeatures,
-    row: Int[Array, ""],
-    col: Int[Array, ""],
+    features2: LayerFeatures | None,
+    constant_readout: bool,
     sizes: tuple[int, int],
     per_layer: bool,
     outputs: str,
 ) -> Float[Array, "..."]:
-    grams = _layer_grams(mlp, _rows(features1, row, sizes[0]), _rows(features2, col, sizes[1]), outputs)
-    grams = [gram.astype(jnp.float64) for gram in grams]  # layers summed in float64
-    return jnp.stack(grams) if per_layer else sum(grams[1:], grams[0])
+    """The Gram (``features2=None``: x2 = x1) by :func:`fill_gram`, layers summed in float64 per block."""
+    second = features1 if features2 is None else features2
+
+    def block(row, col):
+        grams = _layer_grams(
+            mlp, _rows(features1, row, sizes[0]), _rows(second, col, sizes[1]), constant_readout, outputs
+        )
+        grams = [gram.astype(jnp.float64) for gram in grams]
+        return jnp.stack(grams) if per_layer else sum(grams[1:], grams[0])
+
+    n1, n2 = len(features1[0][0]), len(second[0][0])
+    num_outputs = features1[1][-1].shape[1]
+    leading = (mlp.depth,) if per_layer else ()
+    return fill_gram(
+        block,
+        (*leading, n1, n2, *output_shape(outputs, num_outputs)),
+        sizes,
+        symmetric=features2 is None,
+        output_axes=OUTPUT_AXES[outputs],
+        dtype=features1[0][0].dtype,
+    )
+
+
+def block_rows(n: int, num_outputs: int, block_size: int, outputs: str) -> int:
+    """Examples per block: at most ``TILE_ROWS`` example-output rows (b·C for the full kernel, b
+    otherwise), ``block_size`` and ``n``, and then as few as still need the same number of blocks
+    k = ⌈n / b_max⌉, b = ⌈n / k⌉, so that the last block barely overlaps its neighbour (n = 100 at
+    b_max = 64: two blocks of 50, not 64 and 64 recomputing 28 rows)."""
+    per_example = num_outputs if outputs == "full" else 1
+    largest = max(1, min(block_size, n, TILE_ROWS // per_example))
+    return -(-n // -(-n // largest))
 
 
 def mlp_layers_ntk(
@@ -108,23 +189,16 @@ def mlp_layers_ntk(
     block_size: int,
     outputs: str = "full",
 ) -> Float[Array, "..."]:
-    """NTK of ``mlp`` (``x2=None``: x1) by layer factorization, in blocks of ``block_size``, in the
-    dtype of ``mlp`` and ``x1`` (float64 or float32), with the output pairs ``outputs`` keeps.
+    """NTK of ``mlp`` (``x2=None``: x1) by layer factorization, in blocks of at most ``block_size``
+    examples (:func:`block_rows`), in the dtype of ``mlp`` and ``x1`` (float64 or float32), with the
+    output pairs ``outputs`` keeps.
 
     Memory: the features, O((n1 + n2)·C·Σ n_ℓ), the output, and one block.
     """
     features1 = batched_layer_features(mlp, x1)
-    features2 = features1 if x2 is None else batched_layer_features(mlp, x2)
-    n1 = len(x1)
-    n2 = n1 if x2 is None else len(x2)
-    sizes = (min(block_size, n1), min(block_size, n2))
+    features2 = None if x2 is None else batched_layer_features(mlp, x2)
     num_outputs = mlp.weights[-1].shape[0]
-    leading = (mlp.depth,) if per_layer else ()
-    return assemble_gram(
-        lambda row, col: _gram_block(mlp, features1, features2, row, col, sizes, per_layer, outputs),
-        (*leading, n1, n2, *output_shape(outputs, num_outputs)),
-        sizes,
-        symmetric=x2 is None,
-        output_axes=OUTPUT_AXES[outputs],
-        dtype=x1.dtype,
-    )
+    n2 = len(x1) if x2 is None else len(x2)
+    sizes = tuple(block_rows(n, num_outputs, block_size, outputs) for n in (len(x1), n2))
+    constant_readout = has_constant_readout_gradient(mlp)
+    return _gram(mlp, features1, features2, constant_readout, sizes, per_layer, outputs)

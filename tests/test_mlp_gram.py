@@ -1,0 +1,109 @@
+"""The structured MLP Gram's fast paths against brute-force Jacobians: the readout layer as s_L ⊗ κ²·I
+(its constant gradient detected from the traced program), small symmetric blocks with mirrored
+writes, inside jit."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ntkpipe.models import MLP
+from ntkpipe.ntk import empirical_ntk
+from ntkpipe.ntk.mlp_layers import (
+    TILE_ROWS,
+    block_rows,
+    has_constant_readout_gradient,
+    mlp_layers_ntk,
+)
+from tests.test_ntk import assert_close, brute_force_ntk, inputs
+from tests.test_ntk_options import mlp, reduced
+
+
+def readout_layer(depth):
+    """Selects the last layer's weight and bias leaves in ``brute_force_ntk``."""
+    return lambda path: path in (f".weights[{depth - 1}]", f".biases[{depth - 1}]")
+
+
+class TanhReadout(MLP):
+    """f = tanh(κ z_L): g_L depends on the input, so the readout has no constant gradient."""
+
+    def layer_inputs_and_output(self, x, offsets=None):
+        inputs, output = super().layer_inputs_and_output(x, offsets)
+        return inputs, jnp.tanh(output)
+
+
+@pytest.mark.parametrize("parameterization", ["standard", "ntk"])
+def test_readout_gradient_is_constant_also_when_traced(parameterization):
+    model = MLP(4, 6, 3, 3, parameterization=parameterization, sigma=1.3, output_scale=0.7,
+                key=jax.random.key(0), dtype=jnp.float64)
+    assert has_constant_readout_gradient(model)
+    assert jax.jit(lambda m: jnp.asarray(has_constant_readout_gradient(m)))(model)
+    models = jax.vmap(lambda k: MLP(4, 6, 3, 3, output_scale=0.7, key=k))(jax.random.split(jax.random.key(1), 2))
+    assert jax.vmap(lambda m: jnp.asarray(has_constant_readout_gradient(m)))(models).tolist() == [True, True]
+
+
+def test_readout_without_constant_gradient_takes_the_general_product():
+    model = TanhReadout(4, 6, 2, 3, output_scale=0.7, bias=True, key=jax.random.key(0), dtype=jnp.float64)
+    assert not has_constant_readout_gradient(model)
+    x1, x2 = inputs(5, 4, 0), inputs(3, 4, 1)
+    kernel = mlp_layers_ntk(model, x1, x2, per_layer=True, block_size=256)
+    assert_close(kernel.sum(0), brute_force_ntk(model, x1, x2), rtol=1e-12)
+    assert_close(kernel[-1], brute_force_ntk(model, x1, x2, readout_layer(2)), rtol=1e-12)
+
+
+# (depth, activation, parameterization, bias, C): c_L ≠ 1 (ntk) and biases change s_L; κ = 0.7
+@pytest.mark.parametrize("architecture", [(2, "relu", "ntk", True, 3), (3, "tanh", "standard", False, 4)])
+def test_readout_component_is_diagonal_in_the_outputs(architecture):
+    model = mlp(*architecture)
+    depth = architecture[0]
+    x1, x2 = inputs(7, 4, 0), inputs(3, 4, 1)
+    for second, n2 in ((None, 7), (x2, 3)):
+        other = x1 if second is None else x2
+        readout = brute_force_ntk(model, x1, other, readout_layer(depth))
+        off_diagonal = readout * (1 - jnp.eye(architecture[-1]))
+        assert np.abs(np.asarray(off_diagonal)).max() == 0
+        full = brute_force_ntk(model, x1, other)
+        for outputs in ("full", "diagonal", "trace"):
+            layers = empirical_ntk(model, x1, second, per_layer=True, outputs=outputs, block_size=3)
+            expected = (readout, full) if outputs == "full" else (reduced(readout, outputs), reduced(full, outputs))
+            assert_close(layers[-1], expected[0], rtol=1e-12)
+            assert_close(layers.sum(0), expected[1], rtol=1e-12)
+            assert_close(empirical_ntk(model, x1, second, outputs=outputs, block_size=3), expected[1], rtol=1e-12)
+
+
+def test_block_rows_hold_about_tile_rows_example_outputs():
+    assert block_rows(1000, 10, 256, "full") == 63  # 16 blocks of at most TILE_ROWS // 10 = 64
+    assert block_rows(1024, 10, 256, "full") == TILE_ROWS // 10
+    assert block_rows(100, 10, 256, "full") == 50  # two blocks, not 64 + 64 overlapping by 28
+    assert block_rows(1024, 10, 32, "full") == 32  # at most block_size
+    assert block_rows(1000, 10, 256, "trace") == 250  # four blocks of at most 256
+    assert block_rows(5, 10, 256, "diagonal") == 5  # at most n
+    assert block_rows(1000, 10_000, 256, "full") == 1
+
+
+def test_small_symmetric_blocks_with_many_outputs_match_brute_force():
+    # C = 150 outputs: TILE_ROWS // C = 4 examples per block, so 11 examples take blocks at 0, 4, 7
+    # (the last overlapping); x2 = x1 writes the blocks above the diagonal mirrored
+    num_outputs = TILE_ROWS // 4 - 10
+    assert block_rows(11, num_outputs, 256, "full") == 4
+    model = MLP(4, 8, 3, num_outputs, activation="gelu", bias=True, output_scale=1.7,
+                key=jax.random.key(3), dtype=jnp.float64)
+    x = inputs(11, 4, 0)
+    expected = brute_force_ntk(model, x, x)
+    kernel = empirical_ntk(model, x)
+    assert_close(kernel, expected, rtol=1e-12)
+    assert_close(kernel, kernel.transpose(1, 0, 3, 2), rtol=1e-15)  # mirrored
+    jitted = jax.jit(lambda m, x: empirical_ntk(m, x, per_layer=True))(model, x)
+    assert_close(jitted.sum(0), expected, rtol=1e-12)
+    assert_close(jitted[-1], brute_force_ntk(model, x, x, readout_layer(3)), rtol=1e-12)
+
+
+def test_gram_of_models_under_vmap_is_each_models_gram():
+    models = jax.vmap(lambda k: MLP(4, 6, 2, 3, output_scale=0.7, bias=True, key=k, dtype=jnp.float64))(
+        jax.random.split(jax.random.key(1), 2))
+    x = inputs(7, 4, 0)
+    kernels = jax.vmap(lambda m: empirical_ntk(m, x, per_layer=True, block_size=3))(models)
+    for i in range(2):
+        model = jax.tree.map(lambda a, i=i: a[i], models)
+        assert_close(kernels[i].sum(0), brute_force_ntk(model, x, x), rtol=1e-12)
+        assert_close(kernels[i][-1], brute_force_ntk(model, x, x, readout_layer(2)), rtol=1e-12)
