@@ -1,6 +1,6 @@
 # One training run per job; its id is the hash of its resolved config, so the path is its identity.
 # Memory is estimated from the run's shapes (ntkpipe.resources); `--config gpus=1` requests a GPU.
-# Runs to be made that differ only in vmappable leaves (seed, σ, lr, label index) are trained
+# Runs to be made that differ only in mapped leaves (seed, σ, lr, label index) are trained
 # together by one `train_pack_<pack id>` job with `--config pack=1` (ntkpipe.study.packs; off by
 # default; benchmarks/packed_runs.py);
 # the `train` rule makes every other run. Both rules have the same body, inputs and no params, so

@@ -1,4 +1,4 @@
-"""The packed training job: the runs of one pack trained in vmapped programs, one store per run,
+"""The packed training job: the runs of one pack trained in compiled programs, one store per run,
 each what :func:`ntkpipe.jobs.train_run.train_run` would write (up to float rounding)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _label(job: RunJob, size: int) -> str:
 def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]:
     """Train ``jobs`` (one pack, :mod:`ntkpipe.study.packs`) and write ``outs[i]`` for ``jobs[i]``.
     Members whose networks differ in a static field or whose data differ in shape train in
-    separate vmapped programs within this job. A run's ``seconds_train`` and ``seconds_measure``
+    separate compiled programs within this job. A run's ``seconds_train`` and ``seconds_measure``
     are its share (1/k) of its program's compiled calls and checkpoint measurements, plus its own
     final measurements; ``seconds_job`` adds its share of the setup and its own store."""
     if len(jobs) != len(outs):

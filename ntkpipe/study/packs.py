@@ -1,7 +1,7 @@
-"""Packs: runs to be trained together in one vmapped program (:mod:`ntkpipe.train.packed`).
+"""Packs: runs to be trained together in one compiled program (:mod:`ntkpipe.train.packed`).
 
 Two runs go in one pack when their resolved specs are equal except in the leaves a packed program
-vmaps over: ``seed``, ``model.sigma``, ``data.labels.eigen_index`` and ``train.optimizer.lr`` (the
+maps over: ``seed``, ``model.sigma``, ``data.labels.eigen_index`` and ``train.optimizer.lr`` (the
 last only when the step count does not depend on it, i.e. without ``train.max_time``). Only MLPs
 (networks and their linearizations) are packed: vmapped convolutions sum in another order, and 160
 SGD steps of LeNet-5 on the digits amplify that to 1 % of the final parameters (and they ran no
@@ -35,7 +35,7 @@ class PackJob:
 
 
 def pack_key(spec: RunSpec) -> str | None:
-    """The spec without its vmappable leaves (runs with equal keys pack), or None if it never packs."""
+    """The spec without its mapped leaves (runs with equal keys pack), or None if it never packs."""
     if spec.model.kind in KERNEL_KINDS or spec.model.architecture != "mlp":
         return None
     config = spec.model_dump(mode="json")
