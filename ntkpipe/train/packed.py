@@ -126,7 +126,7 @@ def _fingerprint(leaf):
 
 
 def structure_key(model: eqx.Module, x: np.ndarray, y: np.ndarray, x_test: np.ndarray):
-    """What members of one vmapped program must share: the trainable tree with its leaves' shapes
+    """What members of one packed program must share: the trainable tree with its leaves' shapes
     and dtypes, the static part (static fields, and the values of frozen arrays such as a
     linearization's origin θ₀) and the data shapes."""
     diff, static = trainable(model)
@@ -155,8 +155,8 @@ def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Seq
     After checkpoint 0 (init), a checkpoint is one compiled call for the whole pack: it advances
     every member and returns, for all members, the shared quantities the measurements read at
     checkpoint 0 (f(X_train) for the loss, and e.g. the training Gram); one they read for the
-    first time later is computed then, for all members in one call, as are those of checkpoint 0. Returns one :class:`Trajectory` per
-    member; its ``seconds['train']`` (the compiled calls) and ``seconds['measure']`` (the rest of
+    first time later is computed then, for all members in one call, as are those of checkpoint 0.
+    Returns one :class:`Trajectory` per member; its ``seconds['train']`` (the compiled calls) and ``seconds['measure']`` (the rest of
     the measurements) are the pack's divided by k."""
     dtype = jnp.dtype(spec.dtype)
     k = len(models)
