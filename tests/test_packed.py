@@ -1,4 +1,4 @@
-"""Packed runs: same-shape runs trained in one vmapped program write the stores their unpacked jobs
+"""Packed runs: same-shape runs trained in one compiled program write the stores their unpacked jobs
 write (within float32 rounding), a diverging member leaves the others intact, and adding one σ to a
 finished sweep runs one single-run job."""
 
