@@ -42,6 +42,8 @@ REPLY = "NT-REPLY "  # prefix of the neural-tangents server's answers on its std
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    # The network options repeat gram_vs_gemm's: this parser also runs on the neural-tangents side,
+    # whose environment cannot import gram_vs_gemm (it imports ntkpipe, on current JAX).
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=1000, help="P, inputs (x2 = x1)")
     parser.add_argument("--dim", type=int, default=64, help="D, input dimension")
