@@ -1,4 +1,5 @@
-"""Provenance of a result store: the versions of the software that made it, and when.
+"""Provenance of a result store: the versions of the software that made it, the device it ran on,
+and when.
 
 Versions are looked up once per process (the git commit runs ``git`` once); a store records them as
 its ``versions`` attr (JSON) next to ``created`` (UTC, ISO 8601).
@@ -18,11 +19,12 @@ PACKAGES = ("jax", "jaxlib", "numpy", "xarray", "zarr")
 
 @functools.cache
 def versions() -> dict[str, str]:
-    """ntkpipe, Python and :data:`PACKAGES` versions, and ``git`` (the commit of the ntkpipe
-    checkout, ``+dirty`` with uncommitted changes to tracked files) when ntkpipe runs from one."""
+    """ntkpipe, Python and :data:`PACKAGES` versions, the JAX ``device`` (:func:`device`), and ``git``
+    (the commit of the ntkpipe checkout, ``+dirty`` with uncommitted changes to tracked files) when
+    ntkpipe runs from one."""
     from ntkpipe import __version__
 
-    out = {"ntkpipe": __version__, "python": platform.python_version()}
+    out = {"ntkpipe": __version__, "python": platform.python_version(), "device": device()}
     for name in PACKAGES:
         try:
             out[name] = metadata.version(name)
@@ -32,6 +34,16 @@ def versions() -> dict[str, str]:
     if commit:
         out["git"] = commit
     return out
+
+
+def device() -> str:
+    """The device JAX computes on by default: ``cpu``, or the platform and model of the first
+    accelerator (``gpu: NVIDIA H200``). CPU and GPU runs of one spec agree to float tolerance, not bit
+    for bit, so a store says which made it."""
+    import jax
+
+    first = jax.devices()[0]
+    return first.platform if first.platform == "cpu" else f"{first.platform}: {first.device_kind}"
 
 
 def git_commit(root: Path) -> str | None:

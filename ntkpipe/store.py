@@ -6,7 +6,7 @@ specified string dtype (coordinates such as ``model_kind`` warn as unstable) and
 metadata is outside its spec. Every store's attrs hold ``config`` (the resolved JSON it was made
 from), ``config_hash`` (its :func:`content_id`; a run's or stage's ``id`` is that hash, a study
 dataset's is its tag), ``id``, ``ntkpipe_version``, ``versions`` (JSON: ntkpipe, Python, jax,
-jaxlib, numpy, xarray, zarr, the git commit) and ``created`` (UTC). The manifest
+jaxlib, numpy, xarray, zarr, the git commit, the JAX device) and ``created`` (UTC). The manifest
 (:data:`MANIFEST`, in the store's root) lists every other file with its size and CRC-32 and pins the
 id and config hash; a store without one was interrupted, damaged, or made before manifests.
 """

@@ -16,6 +16,7 @@ import warnings
 import zlib
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 import xarray as xr
@@ -91,7 +92,7 @@ def test_a_store_records_its_files_and_provenance(store):
     assert made_by["ntkpipe"] == attrs["ntkpipe_version"] == __version__
     assert made_by["numpy"] == np.__version__ and made_by["xarray"] == xr.__version__
     assert made_by["zarr"] == zarr.__version__ and made_by["python"] == ".".join(map(str, sys.version_info[:3]))
-    assert {"jax", "jaxlib"} <= set(made_by)
+    assert {"jax", "jaxlib"} <= set(made_by) and made_by["device"].split(":")[0] == jax.devices()[0].platform
     if (REPO / ".git").exists():
         head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
         assert made_by["git"].removesuffix("+dirty") == head.stdout.strip()
