@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from cnn_ntk import cifar_sized_images
 from gram_vs_gemm import layer_gemm_flops
 from nt_reference import relative_error, sample_rows
-from suite_time import job_seconds
+from suite_time import compile_seconds, job_seconds
 from train_throughput import step_flops
 
 
@@ -75,6 +75,13 @@ def test_job_seconds_sums_the_finished_jobs_of_each_rule(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert job_seconds(tmp_path) == {"plot": (1, 0.5), "train": (2, 3.75)}
+
+
+def test_compile_seconds_sums_each_compile_event(tmp_path):
+    events = tmp_path / "events.txt"
+    events.write_text("/jax/core/compile/backend_compile_duration 0.5\n/jax/core/compile/jaxpr_trace_duration 0.25\n"
+                      "/jax/core/compile/backend_compile_duration 1.25\n")
+    assert compile_seconds(events) == {"XLA compilation": (2, 1.75), "tracing": (1, 0.25), "lowering to MLIR": (0, 0.0)}
 
 
 def test_nt_reference_compares_the_traced_mean_of_neural_tangents_with_ntkpipes_trace():
