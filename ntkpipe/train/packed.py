@@ -115,7 +115,7 @@ class PackCheckpoint:
         that NumPy measurements of the weights dispatch nothing (JAX functions take them as arrays)."""
         if self._host is None:
             self._host = jax.tree.map(np.asarray, self.diffs)
-        return eqx.combine(jax.tree.map(lambda a: a[i], self._host), self.static)
+        return eqx.combine(unstack(self._host, i), self.static)
 
 
 def _fingerprint(leaf):
@@ -156,8 +156,8 @@ def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Seq
     every member and returns, for all members, the shared quantities the measurements read at
     checkpoint 0 (f(X_train) for the loss, and e.g. the training Gram); one they read for the
     first time later is computed then, for all members in one call, as are those of checkpoint 0.
-    Returns one :class:`Trajectory` per member; its ``seconds['train']`` (the compiled calls) and ``seconds['measure']`` (the rest of
-    the measurements) are the pack's divided by k."""
+    Returns one :class:`Trajectory` per member; its ``seconds['train']`` (the compiled calls) and
+    ``seconds['measure']`` (the rest of the measurements) are the pack's divided by k."""
     dtype = jnp.dtype(spec.dtype)
     k = len(models)
     x = jnp.stack([jnp.asarray(a, dtype) for a in xs])
