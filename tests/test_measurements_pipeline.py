@@ -1,0 +1,361 @@
+"""Measurements computed by the train job (tiny studies planned and trained in-process), each checked
+against numpy on the stored final parameters, the initial weights and the data, or against the theory
+it implements (silent-alignment App. C, E, H; kernel-alignment Eq. 7; solvable-model Fig. 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ntkpipe.stages import run_context
+from tests.conftest import run_study_jobs
+
+TWO_LAYER = """\
+data: {source: linear_teacher, dim: 4, n_train: 20, gamma: 0.0}
+model: {depth: 2, width: 16, activation: linear, sigma: 0.01}
+train:
+  optimizer: {name: gd, lr: 0.01}
+  dtype: float64
+  max_time: 12
+  checkpoints: {per_decade: 20}
+measure: [loss, alignment, readout_norm_sq, teacher_overlaps, two_layer_theory, alignment_after_half, gamma_hat]
+"""
+"""A two-layer linear net from small init on whitened data (P = 20 > D = 4, s = 1) under GD with a
+small step (gradient flow up to Euler's error): the setting of silent-alignment App. C."""
+
+MODES = """\
+data: {source: linear_teacher, dim: 4, n_train: 20, gamma: 0.0, teachers: 2, teacher_scale: 2.0}
+model: {depth: 2, width: 16, activation: linear, sigma: 0.01}
+train:
+  optimizer: {name: gd, lr: 0.005}
+  dtype: float64
+  max_time: 12
+  checkpoints: {per_decade: 20}
+measure: [loss, mode_strength, mode_strength_theory]
+"""
+"""Two outputs, so two target modes s₁ > s₂ learned one after the other (silent-alignment App. H)."""
+
+MIN_NORM = """\
+data: {source: linear_teacher, dim: 12, n_train: 6, gamma: 0.0}
+model: {depth: 2, width: 16, activation: linear}
+train:
+  optimizer: {name: gd, lr: 0.05}
+  dtype: float64
+  max_time: 60
+  checkpoints: {per_decade: 10}
+measure: [loss, final_ntk, min_norm_error]
+sweep:
+  union:
+    - {depth: [2], sigma: [0.01]}
+    - {depth: [3], sigma: [0.05]}
+"""
+"""Deep linear nets from small init trained to convergence on P = 6 < D = 12 points: an interpolant
+exists, and the min-norm one is reached up to the O(σ) frozen off the data's span (App. E.3, G.1)."""
+
+MIRRORED = """\
+data: {source: linear_teacher, dim: 5, n_train: 12}
+model: {depth: 3, width: 8, activation: relu, bias: true}
+train:
+  optimizer: {name: gd, lr: 0.1}
+  dtype: float64
+  steps: 100
+  checkpoints: {per_decade: 5}
+measure: [loss, weight_norm]
+sweep: {init: [gaussian, mirrored]}
+"""
+
+
+def _study(text, tmp_path_factory, name):
+    """Run ``text`` in-process; returns [(run context, run store)] in plan order."""
+    plan, stores = run_study_jobs(text, tmp_path_factory.mktemp(name))
+    return [(run_context(job.spec, job.stage_paths), stores[tuple(point.values())])
+            for job, point in zip(plan.runs, plan.study.points)]
+
+
+@pytest.fixture(scope="module")
+def two_layer(tmp_path_factory):
+    ((ctx, ds),) = _study(TWO_LAYER, tmp_path_factory, "two_layer")
+    return ctx, ds
+
+
+@pytest.fixture(scope="module")
+def modes(tmp_path_factory):
+    ((ctx, ds),) = _study(MODES, tmp_path_factory, "modes")
+    return ctx, ds
+
+
+@pytest.fixture(scope="module")
+def min_norm(tmp_path_factory):
+    return _study(MIN_NORM, tmp_path_factory, "min_norm")
+
+
+@pytest.fixture(scope="module")
+def mirrored(tmp_path_factory):
+    return {ctx.spec.model.init: (ctx, ds) for ctx, ds in _study(MIRRORED, tmp_path_factory, "mirrored")}
+
+
+# --- numpy on the stored parameters ----------------------------------------------------------------
+
+
+def _initial_layers(ctx) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """(W_ℓ, b_ℓ) of the run's initial network in float64."""
+    net = ctx.model0
+    biases = net.biases or (None,) * len(net.weights)
+    return [(np.asarray(w, np.float64), None if b is None else np.asarray(b, np.float64))
+            for w, b in zip(net.weights, biases)]
+
+
+def _final_layers(ctx, ds) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """(W_ℓ, b_ℓ) of the trained network, cut from the stored flat ``final_params``: the weights
+    W_1 … W_L, then the biases b_1 … b_L (equinox's field order), each row-major."""
+    shapes = [w.shape for w, _ in _initial_layers(ctx)]
+    shapes += [(w[0],) for w in shapes] if ctx.model0.biases is not None else []
+    params = ds["final_params"].values.astype(np.float64)
+    assert params.size == sum(int(np.prod(s)) for s in shapes)
+    parts = np.split(params, np.cumsum([int(np.prod(s)) for s in shapes])[:-1])
+    arrays = [p.reshape(s) for p, s in zip(parts, shapes)]
+    depth = len(_initial_layers(ctx))
+    return [(arrays[ell], arrays[depth + ell] if len(arrays) > depth else None) for ell in range(depth)]
+
+
+def _forward(layers, x, activation) -> np.ndarray:
+    """Outputs (P, C) of a standard-parameterization MLP (multipliers 1, output scale 1)."""
+    phi = {"linear": lambda z: z, "relu": lambda z: np.maximum(z, 0.0)}[activation]
+    h = x
+    for ell, (w, b) in enumerate(layers):
+        z = h @ w.T + (0.0 if b is None else b)
+        h = z if ell == len(layers) - 1 else phi(z)
+    return h
+
+
+def _end_to_end(layers) -> np.ndarray:
+    """W_L ⋯ W_1 of a bias-free linear net, (C, D)."""
+    m = layers[0][0]
+    for w, _ in layers[1:]:
+        m = w @ m
+    return m
+
+
+def _linear_ntk_matrix(layers) -> np.ndarray:
+    """M of K(x, x') = xᵀMx' for a one-output bias-free linear net: ∂f/∂W_ℓ = B_ℓᵀ(A_ℓx)ᵀ with
+    A_ℓ = W_{ℓ−1}⋯W_1 and B_ℓ = W_L⋯W_{ℓ+1}, so M = Σ_ℓ |B_ℓ|² A_ℓᵀA_ℓ."""
+    weights = [w for w, _ in layers]
+    m = np.zeros((weights[0].shape[1],) * 2)
+    for ell in range(len(weights)):
+        a = _end_to_end([(w, None) for w in weights[:ell]]) if ell else np.eye(weights[0].shape[1])
+        b = _end_to_end([(w, None) for w in weights[ell + 1:]]) if ell < len(weights) - 1 else np.ones((1, 1))
+        m += np.sum(b**2) * a.T @ a
+    return m
+
+
+def _alignment(k: np.ndarray, y: np.ndarray) -> float:
+    """A = yᵀKy / (‖K‖_F |y|²)."""
+    return float(y @ k @ y / (np.linalg.norm(k) * (y @ y)))
+
+
+def _teacher(ctx) -> tuple[np.ndarray, float]:
+    """(β, s): w* = sβ the least-squares map of the (whitened) inputs to the targets."""
+    w = np.linalg.pinv(ctx.data.flat_train) @ ctx.data.y_train[:, 0]
+    return w / np.linalg.norm(w), float(np.linalg.norm(w))
+
+
+def test_stored_final_params_reproduce_the_final_loss(two_layer, min_norm, mirrored):
+    """The parameter layout the other tests cut ``final_params`` by: the numpy forward pass of the
+    cut layers gives the stored final training loss."""
+    for ctx, ds in [two_layer, *min_norm, *mirrored.values()]:
+        f = _forward(_final_layers(ctx, ds), ctx.data.flat_train, ctx.spec.model.activation)
+        loss = 0.5 * np.mean(np.sum((f - ctx.data.y_train) ** 2, axis=1))
+        assert float(ds["loss"][-1]) == pytest.approx(loss, rel=1e-9, abs=1e-20)
+
+
+# --- two-layer overlaps and their theory (silent-alignment App. C) ---------------------------------
+
+
+@pytest.mark.computes("teacher_overlaps", "readout_norm_sq")
+def test_overlaps_and_readout_norm_from_the_weights(two_layer):
+    """q = ½(|a|² + βᵀWᵀWβ), r = aᵀWβ and u² = |a|² at init (the initial weights) and at the end
+    (the stored final parameters), β the least-squares direction of the data."""
+    ctx, ds = two_layer
+    beta, _ = _teacher(ctx)
+    for index, layers in ((0, _initial_layers(ctx)), (-1, _final_layers(ctx, ds))):
+        (w, _), (a, _) = layers
+        a, wb = a[0], w @ beta
+        assert float(ds["q"][index]) == pytest.approx(0.5 * (a @ a + wb @ wb), rel=1e-10)
+        assert float(ds["r"][index]) == pytest.approx(a @ wb, rel=1e-10)
+        assert float(ds["readout_norm_sq"][index]) == pytest.approx(a @ a, rel=1e-10)
+
+
+@pytest.mark.computes("two_layer_theory")
+def test_two_layer_theory_matches_the_simulated_overlaps(two_layer):
+    """Eq. 50–51 with the measured (q₀, r₀), q = (q₀ cosh 2st + r₀ sinh 2st)/S, r = (r₀ cosh 2st +
+    q₀ sinh 2st)/S, S = 1 + (q₀ + r₀)(e^{2st} − 1)/2s, and u² the logistic ċ = 2c(s − c) from
+    c₀ = (q₀ + r₀)/2 (Eq. C.4), recomputed here; the simulation follows q and r within 2% of their
+    maximum s: Euler's step η = 0.01 lags the growth e^{2st} by ≈ 2s²η·t in log, ≈ 0.1 at the transition
+    t ≈ 4.5 (measured 0.8%), and σ = 0.01 adds O(σ²). |a|² approaches u² after the early phase."""
+    ctx, ds = two_layer
+    _, s = _teacher(ctx)
+    t = ds["time"].values
+    q0, r0 = float(ds["q"][0]), float(ds["r"][0])
+    e = np.exp(2 * s * t)
+    saturation = 1 + (q0 + r0) * (e - 1) / (2 * s)
+    np.testing.assert_allclose(ds["q_theory"], (q0 * np.cosh(2 * s * t) + r0 * np.sinh(2 * s * t)) / saturation,
+                               rtol=1e-9)
+    np.testing.assert_allclose(ds["r_theory"], (r0 * np.cosh(2 * s * t) + q0 * np.sinh(2 * s * t)) / saturation,
+                               rtol=1e-9)
+    c0 = 0.5 * (q0 + r0)
+    np.testing.assert_allclose(ds["readout_norm_sq_theory"], s * c0 * e / (s - c0 + c0 * e), rtol=1e-6)
+    for name in ("q", "r", "readout_norm_sq"):
+        simulated, theory = ds[name].values, ds[f"{name}_theory"].values
+        error = np.max(np.abs(simulated - theory)) / np.max(np.abs(theory))
+        assert float(ds[f"{name}_max_relerr"]) == pytest.approx(error, rel=1e-9)
+        assert error < 2e-2, name
+        assert simulated[-1] == pytest.approx(s, rel=1e-3)  # converged: q, r, u² → s
+
+
+@pytest.mark.computes("alignment_after_half")
+def test_alignment_after_half_from_the_stored_series(two_layer):
+    """The share Σ|ΔA| over the checkpoint intervals ending after t½ over the total Σ|ΔA|, t½ the
+    interpolated first time the loss reaches half its initial value; ≈ 0 here: from small init the
+    kernel aligns before the loss falls (silent alignment, Fig. 4)."""
+    _, ds = two_layer
+    t, loss, a = ds["time"].values, ds["loss"].values, ds["alignment"].values
+    k = int(np.argmax(loss <= loss[0] / 2))
+    t_half = t[k - 1] + (loss[0] / 2 - loss[k - 1]) * (t[k] - t[k - 1]) / (loss[k] - loss[k - 1])
+    steps = np.abs(np.diff(a))
+    share = steps[t[1:] > t_half].sum() / steps.sum()
+    assert float(ds["alignment_after_half"]) == pytest.approx(share, rel=1e-12)
+    assert 0.0 <= share < 0.05
+    assert a[-1] - a[0] > 0.02  # the kernel did align
+
+
+@pytest.mark.computes("gamma_hat")
+def test_gamma_hat_gives_the_networks_final_alignment(two_layer):
+    """A(K₀ + γ̂yyᵀ, y) equals the network's final alignment (kernel-alignment Eq. 7, Fig. 2C–D),
+    with K₀ = X M₀ Xᵀ the initial NTK of the linear net from its initial weights; the stored
+    alignments are those of X M Xᵀ at init and at the end."""
+    ctx, ds = two_layer
+    x, y = ctx.data.flat_train, ctx.data.y_train[:, 0]
+    k0 = x @ _linear_ntk_matrix(_initial_layers(ctx)) @ x.T
+    k_final = x @ _linear_ntk_matrix(_final_layers(ctx, ds)) @ x.T
+    assert float(ds["alignment"][0]) == pytest.approx(_alignment(k0, y), rel=1e-9)
+    assert float(ds["alignment"][-1]) == pytest.approx(_alignment(k_final, y), rel=1e-9)
+    gamma = float(ds["gamma_hat"])
+    assert gamma > 0  # the alignment grew
+    assert _alignment(k0 + gamma * np.outer(y, y), y) == pytest.approx(float(ds["alignment"][-1]), rel=1e-6)
+
+
+# --- target modes (silent-alignment App. H) --------------------------------------------------------
+
+
+def _modes(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SVD Σ_yx = Yᵀx/P = Σ_k s_k u_k v_kᵀ: (u (C, K), s (K,), v (D, K))."""
+    x, y = ctx.data.flat_train, ctx.data.y_train
+    u, s, vt = np.linalg.svd(y.T @ x / len(x), full_matrices=False)
+    return u, s, vt.T
+
+
+@pytest.mark.computes("mode_strength")
+def test_mode_strength_projects_the_learned_map(modes):
+    """m_k = u_kᵀ Σ_fx v_k, Σ_fx = Fᵀx/P, with F the outputs of the initial and the trained network."""
+    ctx, ds = modes
+    u, s, v = _modes(ctx)
+    x = ctx.data.flat_train
+    np.testing.assert_allclose(ds["mode_target"], s, rtol=1e-10)
+    for index, layers in ((0, _initial_layers(ctx)), (-1, _final_layers(ctx, ds))):
+        f = _forward(layers, x, "linear")
+        expected = np.einsum("ck,cd,dk->k", u, f.T @ x / len(x), v)
+        np.testing.assert_allclose(ds["mode_strength"][index], expected, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.computes("mode_strength_theory")
+def test_mode_strength_theory_follows_the_simulated_modes(modes):
+    """Each mode's theory is the two-layer logistic ċ = 2c(s_k − c) (closed form here, from its own
+    c₀); the simulated m_k(t) follows it within 3% of s_k and both end at s_k. What remains is Euler's
+    lag ≈ 2s_k²η·t in log (≈ 0.15 for mode 1 at its transition t ≈ 2, η = 0.005; measured 1.3% of s₁)
+    and the modes' coupling at σ = 0.01."""
+    _, ds = modes
+    t, s = ds["time"].values, ds["mode_target"].values
+    theory, measured = ds["mode_strength_theory"].values, ds["mode_strength"].values
+    assert s[0] > 2 * s[1]  # two well separated modes
+    for k, sk in enumerate(s):
+        c0, e = theory[0, k], np.exp(2 * sk * t)
+        np.testing.assert_allclose(theory[:, k], sk * c0 * e / (sk - c0 + c0 * e), rtol=1e-6)
+        assert np.max(np.abs(measured[:, k] - theory[:, k])) < 3e-2 * sk, k
+        assert measured[-1, k] == pytest.approx(sk, rel=1e-2)
+
+
+# --- deep linear nets at convergence (silent-alignment App. E.2–E.3, G.1) --------------------------
+
+
+@pytest.mark.computes("final_ntk")
+def test_final_ntk_ratio_is_the_depth(min_norm):
+    """The final NTK matrix M (numpy from the stored weights) has ratio βᵀMβ(D − 1)/(tr M − βᵀMβ) ≈ L
+    and lies within σ of M∞ = s^{2(L−1)/L}[(L − 1)ββᵀ + I] (Eq. 63)."""
+    for ctx, ds in min_norm:
+        depth, sigma = ctx.spec.model.depth, ctx.spec.model.sigma
+        beta, s = _teacher(ctx)
+        m = _linear_ntk_matrix(_final_layers(ctx, ds))
+        along = beta @ m @ beta
+        ratio = along * (len(beta) - 1) / (np.trace(m) - along)
+        theory = s ** (2 * (depth - 1) / depth) * ((depth - 1) * np.outer(beta, beta) + np.eye(len(beta)))
+        relerr = np.linalg.norm(m - theory) / np.linalg.norm(theory)
+        assert float(ds["final_ntk_ratio"]) == pytest.approx(ratio, rel=1e-8)
+        assert float(ds["final_ntk_relerr"]) == pytest.approx(relerr, rel=1e-6)
+        assert float(ds["final_ntk_ratio_theory"]) == depth
+        assert ratio == pytest.approx(depth, rel=1e-2)
+        assert relerr < sigma
+
+
+@pytest.mark.computes("min_norm_error")
+def test_min_norm_error_of_converged_deep_linear_nets(min_norm):
+    """|w − w_min|/|w_min| with w = W_L⋯W_1 of the stored weights and w_min = X⁺y; below 2σ, the bound
+    of the part of W₁ frozen off the data's span (tests/test_linear_theory.py)."""
+    for ctx, ds in min_norm:
+        x, y = ctx.data.flat_train, ctx.data.y_train[:, 0]
+        w = _end_to_end(_final_layers(ctx, ds))[0]
+        w_min = np.linalg.pinv(x) @ y
+        np.testing.assert_allclose(x @ w, y, atol=1e-8)  # an interpolant
+        relerr = np.linalg.norm(w - w_min) / np.linalg.norm(w_min)
+        assert float(ds["min_norm_relerr"]) == pytest.approx(relerr, rel=1e-8)
+        assert relerr < 2 * ctx.spec.model.sigma
+
+
+# --- weight norms and the mirrored init (solvable-model Sec. 3.2, Fig. 2) --------------------------
+
+
+def _layer_norm_sum(layers) -> float:
+    """Σ_ℓ √(‖W_ℓ‖² + ‖b_ℓ‖²)."""
+    return float(sum(np.sqrt(np.sum(w**2) + (0.0 if b is None else np.sum(b**2))) for w, b in layers))
+
+
+@pytest.mark.computes("weight_norm")
+def test_weight_norm_sums_the_layer_norms(mirrored):
+    """Σ_ℓ ‖θ_ℓ‖ over the layers' weights and biases, at init and after training."""
+    for ctx, ds in mirrored.values():
+        assert float(ds["weight_norm_init"]) == pytest.approx(_layer_norm_sum(_initial_layers(ctx)), rel=1e-12)
+        assert float(ds["weight_norm"]) == pytest.approx(_layer_norm_sum(_final_layers(ctx, ds)), rel=1e-12)
+        assert float(ds["weight_norm"]) != pytest.approx(float(ds["weight_norm_init"]), rel=1e-3)  # it trained
+
+
+@pytest.mark.computes("init:mirrored")
+def test_mirrored_init_starts_at_zero_output(mirrored):
+    """``init: mirrored``: the last hidden layer's units N/2 … N − 1 (weights and biases) are copies of
+    0 … N/2 − 1 and their readout weights negated, so f₀ = 0: the stored initial loss is ½ mean |y|²
+    (a Gaussian init's is not), and the pairs cancel in the numpy forward pass up to rounding."""
+    ctx, ds = mirrored["mirrored"]
+    layers = _initial_layers(ctx)
+    (w, b), (u, _) = layers[-2], layers[-1]
+    half = w.shape[0] // 2
+    np.testing.assert_array_equal(w[half:], w[:half])
+    np.testing.assert_array_equal(b[half:], b[:half])
+    np.testing.assert_array_equal(u[:, half:], -u[:, :half])
+    x, y = ctx.data.flat_train, ctx.data.y_train
+    hidden = _forward(layers[:-1] + [(np.eye(w.shape[0]), None)], x, "relu")
+    assert np.any(hidden > 0)  # the units are active: f₀ = 0 by cancellation, not by dead units
+    np.testing.assert_array_equal(hidden[:, :half] @ u[:, :half].T + hidden[:, half:] @ u[:, half:].T, 0.0)
+    assert np.max(np.abs(_forward(layers, x, "relu"))) <= 1e-14 * np.max(np.abs(hidden) @ np.abs(u).T)
+    initial_target_loss = 0.5 * np.mean(np.sum(y**2, axis=1))
+    assert float(ds["loss"][0]) == pytest.approx(initial_target_loss, rel=1e-14)
+    gaussian = mirrored["gaussian"][1]
+    assert float(gaussian["loss"][0]) != pytest.approx(initial_target_loss, rel=1e-3)
+    assert float(ds["loss"][-1]) < 0.5 * float(ds["loss"][0])  # and it trains
