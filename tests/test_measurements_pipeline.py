@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ntkpipe.jobs import aggregate_study
 from ntkpipe.stages import run_context
+from ntkpipe.store import read_store
 from tests.conftest import run_study_jobs
 
 TWO_LAYER = """\
@@ -18,7 +20,8 @@ train:
   dtype: float64
   max_time: 12
   checkpoints: {per_decade: 20}
-measure: [loss, alignment, readout_norm_sq, teacher_overlaps, two_layer_theory, alignment_after_half, gamma_hat]
+measure: [loss, alignment, readout_norm_sq, teacher_overlaps, two_layer_theory, alignment_after_half, gamma_hat,
+          first_layer_alignment, {name: t_align, threshold: 0.9}, t_half, alignment_theory]
 """
 """A two-layer linear net from small init on whitened data (P = 20 > D = 4, s = 1) under GD with a
 small step (gradient flow up to Euler's error): the setting of silent-alignment App. C."""
@@ -46,8 +49,11 @@ train:
 measure: [loss, final_ntk, min_norm_error]
 sweep:
   union:
-    - {depth: [2], sigma: [0.01]}
+    - {depth: [2], sigma: [0.005, 0.01, 0.02]}
     - {depth: [3], sigma: [0.05]}
+summaries:
+  - {name: relerr_exponent, kind: power_law, x: sigma, y: min_norm_relerr, by: depth}
+  - {name: relerr_slope, kind: log_law, x: sigma, y: min_norm_relerr, by: depth}
 """
 """Deep linear nets from small init trained to convergence on P = 6 < D = 12 points: an interpolant
 exists, and the min-norm one is reached up to the O(σ) frozen off the data's span (App. E.3, G.1)."""
@@ -65,11 +71,15 @@ sweep: {init: [gaussian, mirrored]}
 """
 
 
+def study_runs(text, directory):
+    """Run ``text`` in-process in ``directory``; returns the plan and [(run context, run store)] in plan order."""
+    plan, stores = run_study_jobs(text, directory)
+    return plan, [(run_context(job.spec, job.stage_paths), stores[tuple(point.values())])
+                  for job, point in zip(plan.runs, plan.study.points)]
+
+
 def _study(text, tmp_path_factory, name):
-    """Run ``text`` in-process; returns [(run context, run store)] in plan order."""
-    plan, stores = run_study_jobs(text, tmp_path_factory.mktemp(name))
-    return [(run_context(job.spec, job.stage_paths), stores[tuple(point.values())])
-            for job, point in zip(plan.runs, plan.study.points)]
+    return study_runs(text, tmp_path_factory.mktemp(name))[1]
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +95,15 @@ def modes(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def min_norm(tmp_path_factory):
-    return _study(MIN_NORM, tmp_path_factory, "min_norm")
+def min_norm_study(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("min_norm")
+    plan, runs = study_runs(MIN_NORM, directory)
+    return runs, read_store(aggregate_study(plan, directory / "study.zarr")).load()
+
+
+@pytest.fixture(scope="module")
+def min_norm(min_norm_study):
+    return min_norm_study[0]
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +114,7 @@ def mirrored(tmp_path_factory):
 # --- numpy on the stored parameters ----------------------------------------------------------------
 
 
-def _initial_layers(ctx) -> list[tuple[np.ndarray, np.ndarray | None]]:
+def initial_layers(ctx) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """(W_ℓ, b_ℓ) of the run's initial network in float64."""
     net = ctx.model0
     biases = net.biases or (None,) * len(net.weights)
@@ -105,22 +122,22 @@ def _initial_layers(ctx) -> list[tuple[np.ndarray, np.ndarray | None]]:
             for w, b in zip(net.weights, biases)]
 
 
-def _final_layers(ctx, ds) -> list[tuple[np.ndarray, np.ndarray | None]]:
+def final_layers(ctx, ds) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """(W_ℓ, b_ℓ) of the trained network, cut from the stored flat ``final_params``: the weights
     W_1 … W_L, then the biases b_1 … b_L (equinox's field order), each row-major."""
-    shapes = [w.shape for w, _ in _initial_layers(ctx)]
+    shapes = [w.shape for w, _ in initial_layers(ctx)]
     shapes += [(w[0],) for w in shapes] if ctx.model0.biases is not None else []
     params = ds["final_params"].values.astype(np.float64)
     assert params.size == sum(int(np.prod(s)) for s in shapes)
     parts = np.split(params, np.cumsum([int(np.prod(s)) for s in shapes])[:-1])
     arrays = [p.reshape(s) for p, s in zip(parts, shapes)]
-    depth = len(_initial_layers(ctx))
+    depth = len(initial_layers(ctx))
     return [(arrays[ell], arrays[depth + ell] if len(arrays) > depth else None) for ell in range(depth)]
 
 
-def _forward(layers, x, activation) -> np.ndarray:
+def forward(layers, x, activation) -> np.ndarray:
     """Outputs (P, C) of a standard-parameterization MLP (multipliers 1, output scale 1)."""
-    phi = {"linear": lambda z: z, "relu": lambda z: np.maximum(z, 0.0)}[activation]
+    phi = {"linear": lambda z: z, "relu": lambda z: np.maximum(z, 0.0), "tanh": np.tanh}[activation]
     h = x
     for ell, (w, b) in enumerate(layers):
         z = h @ w.T + (0.0 if b is None else b)
@@ -128,7 +145,7 @@ def _forward(layers, x, activation) -> np.ndarray:
     return h
 
 
-def _end_to_end(layers) -> np.ndarray:
+def end_to_end(layers) -> np.ndarray:
     """W_L ⋯ W_1 of a bias-free linear net, (C, D)."""
     m = layers[0][0]
     for w, _ in layers[1:]:
@@ -136,14 +153,14 @@ def _end_to_end(layers) -> np.ndarray:
     return m
 
 
-def _linear_ntk_matrix(layers) -> np.ndarray:
+def linear_ntk_matrix(layers) -> np.ndarray:
     """M of K(x, x') = xᵀMx' for a one-output bias-free linear net: ∂f/∂W_ℓ = B_ℓᵀ(A_ℓx)ᵀ with
     A_ℓ = W_{ℓ−1}⋯W_1 and B_ℓ = W_L⋯W_{ℓ+1}, so M = Σ_ℓ |B_ℓ|² A_ℓᵀA_ℓ."""
     weights = [w for w, _ in layers]
     m = np.zeros((weights[0].shape[1],) * 2)
     for ell in range(len(weights)):
-        a = _end_to_end([(w, None) for w in weights[:ell]]) if ell else np.eye(weights[0].shape[1])
-        b = _end_to_end([(w, None) for w in weights[ell + 1:]]) if ell < len(weights) - 1 else np.ones((1, 1))
+        a = end_to_end([(w, None) for w in weights[:ell]]) if ell else np.eye(weights[0].shape[1])
+        b = end_to_end([(w, None) for w in weights[ell + 1:]]) if ell < len(weights) - 1 else np.ones((1, 1))
         m += np.sum(b**2) * a.T @ a
     return m
 
@@ -159,13 +176,18 @@ def _teacher(ctx) -> tuple[np.ndarray, float]:
     return w / np.linalg.norm(w), float(np.linalg.norm(w))
 
 
-def test_stored_final_params_reproduce_the_final_loss(two_layer, min_norm, mirrored):
-    """The parameter layout the other tests cut ``final_params`` by: the numpy forward pass of the
-    cut layers gives the stored final training loss."""
+@pytest.mark.computes("loss", "loss:mse", "optimizer:gd", "architecture:mlp", "model_kind:network",
+                       "source:linear_teacher", "activation:linear", "activation:relu", "parameterization:standard",
+                       "init:gaussian")
+def test_stored_loss_is_the_mse_of_the_initial_and_final_weights(two_layer, min_norm, mirrored):
+    """L = (1/2P) Σ_μ |f(x_μ) − y_μ|² of the numpy forward pass with the initial weights and with the
+    stored final parameters (which also checks the layout the other tests cut ``final_params`` by)."""
     for ctx, ds in [two_layer, *min_norm, *mirrored.values()]:
-        f = _forward(_final_layers(ctx, ds), ctx.data.flat_train, ctx.spec.model.activation)
-        loss = 0.5 * np.mean(np.sum((f - ctx.data.y_train) ** 2, axis=1))
-        assert float(ds["loss"][-1]) == pytest.approx(loss, rel=1e-9, abs=1e-20)
+        for index, layers in ((0, initial_layers(ctx)), (-1, final_layers(ctx, ds))):
+            f = forward(layers, ctx.data.flat_train, ctx.spec.model.activation)
+            loss = 0.5 * np.mean(np.sum((f - ctx.data.y_train) ** 2, axis=1))
+            assert float(ds["loss"][index]) == pytest.approx(loss, rel=1e-9, abs=1e-20)
+        assert float(ds["loss"][-1]) < float(ds["loss"][0])
 
 
 # --- two-layer overlaps and their theory (silent-alignment App. C) ---------------------------------
@@ -177,7 +199,7 @@ def test_overlaps_and_readout_norm_from_the_weights(two_layer):
     (the stored final parameters), β the least-squares direction of the data."""
     ctx, ds = two_layer
     beta, _ = _teacher(ctx)
-    for index, layers in ((0, _initial_layers(ctx)), (-1, _final_layers(ctx, ds))):
+    for index, layers in ((0, initial_layers(ctx)), (-1, final_layers(ctx, ds))):
         (w, _), (a, _) = layers
         a, wb = a[0], w @ beta
         assert float(ds["q"][index]) == pytest.approx(0.5 * (a @ a + wb @ wb), rel=1e-10)
@@ -228,6 +250,38 @@ def test_alignment_after_half_from_the_stored_series(two_layer):
     assert a[-1] - a[0] > 0.02  # the kernel did align
 
 
+def _crossing(t, values, level):
+    """First t where ``values`` reaches ``level`` (from the side it starts on), linear between checkpoints."""
+    k = int(np.argmax((values - level) * np.sign(level - values[0]) >= 0))
+    return t[k - 1] + (level - values[k - 1]) * (t[k] - t[k - 1]) / (values[k] - values[k - 1])
+
+
+@pytest.mark.computes("first_layer_alignment", "t_align", "t_half")
+def test_first_layer_alignment_and_crossing_times(two_layer):
+    """cos(W₁ᵀW₁, ββᵀ) = βᵀW₁ᵀW₁β / ‖W₁ᵀW₁‖_F at init and at the end (≈ 1: W₁ ends rank one along β,
+    up to O(σ)); t_align and t½ the interpolated first crossings of 0.9 and of half the initial loss."""
+    ctx, ds = two_layer
+    beta, _ = _teacher(ctx)
+    for index, layers in ((0, initial_layers(ctx)), (-1, final_layers(ctx, ds))):
+        gram = layers[0][0].T @ layers[0][0]
+        assert float(ds["first_layer_alignment"][index]) == pytest.approx(beta @ gram @ beta / np.linalg.norm(gram),
+                                                                          rel=1e-9)
+    alignment, t = ds["first_layer_alignment"].values, ds["time"].values
+    assert alignment[0] < 0.9 < alignment[-1] and alignment[-1] > 0.99
+    assert float(ds["t_align"]) == pytest.approx(_crossing(t, alignment, 0.9), rel=1e-12)
+    loss = ds["loss"].values
+    assert float(ds["t_half"]) == pytest.approx(_crossing(t, loss, loss[0] / 2), rel=1e-12)
+
+
+@pytest.mark.computes("alignment_theory")
+def test_alignment_theory_is_the_final_alignment_of_the_linear_net(two_layer):
+    """A(X M∞ Xᵀ, y) = L/√(L² + D − 1) for whitened X and y = sXβ (M∞ of Eq. 63), reached by the net."""
+    ctx, ds = two_layer
+    depth, dim = ctx.spec.model.depth, ctx.spec.data.dim
+    assert float(ds["alignment_theory"]) == pytest.approx(depth / np.sqrt(depth**2 + dim - 1), rel=1e-10)
+    assert float(ds["alignment"][-1]) == pytest.approx(float(ds["alignment_theory"]), rel=1e-3)
+
+
 @pytest.mark.computes("gamma_hat")
 def test_gamma_hat_gives_the_networks_final_alignment(two_layer):
     """A(K₀ + γ̂yyᵀ, y) equals the network's final alignment (kernel-alignment Eq. 7, Fig. 2C–D),
@@ -235,8 +289,8 @@ def test_gamma_hat_gives_the_networks_final_alignment(two_layer):
     alignments are those of X M Xᵀ at init and at the end."""
     ctx, ds = two_layer
     x, y = ctx.data.flat_train, ctx.data.y_train[:, 0]
-    k0 = x @ _linear_ntk_matrix(_initial_layers(ctx)) @ x.T
-    k_final = x @ _linear_ntk_matrix(_final_layers(ctx, ds)) @ x.T
+    k0 = x @ linear_ntk_matrix(initial_layers(ctx)) @ x.T
+    k_final = x @ linear_ntk_matrix(final_layers(ctx, ds)) @ x.T
     assert float(ds["alignment"][0]) == pytest.approx(_alignment(k0, y), rel=1e-9)
     assert float(ds["alignment"][-1]) == pytest.approx(_alignment(k_final, y), rel=1e-9)
     gamma = float(ds["gamma_hat"])
@@ -261,8 +315,8 @@ def test_mode_strength_projects_the_learned_map(modes):
     u, s, v = _modes(ctx)
     x = ctx.data.flat_train
     np.testing.assert_allclose(ds["mode_target"], s, rtol=1e-10)
-    for index, layers in ((0, _initial_layers(ctx)), (-1, _final_layers(ctx, ds))):
-        f = _forward(layers, x, "linear")
+    for index, layers in ((0, initial_layers(ctx)), (-1, final_layers(ctx, ds))):
+        f = forward(layers, x, "linear")
         expected = np.einsum("ck,cd,dk->k", u, f.T @ x / len(x), v)
         np.testing.assert_allclose(ds["mode_strength"][index], expected, rtol=1e-8, atol=1e-12)
 
@@ -294,7 +348,7 @@ def test_final_ntk_ratio_is_the_depth(min_norm):
     for ctx, ds in min_norm:
         depth, sigma = ctx.spec.model.depth, ctx.spec.model.sigma
         beta, s = _teacher(ctx)
-        m = _linear_ntk_matrix(_final_layers(ctx, ds))
+        m = linear_ntk_matrix(final_layers(ctx, ds))
         along = beta @ m @ beta
         ratio = along * (len(beta) - 1) / (np.trace(m) - along)
         theory = s ** (2 * (depth - 1) / depth) * ((depth - 1) * np.outer(beta, beta) + np.eye(len(beta)))
@@ -312,12 +366,29 @@ def test_min_norm_error_of_converged_deep_linear_nets(min_norm):
     of the part of W₁ frozen off the data's span (tests/test_linear_theory.py)."""
     for ctx, ds in min_norm:
         x, y = ctx.data.flat_train, ctx.data.y_train[:, 0]
-        w = _end_to_end(_final_layers(ctx, ds))[0]
+        w = end_to_end(final_layers(ctx, ds))[0]
         w_min = np.linalg.pinv(x) @ y
         np.testing.assert_allclose(x @ w, y, atol=1e-8)  # an interpolant
         relerr = np.linalg.norm(w - w_min) / np.linalg.norm(w_min)
         assert float(ds["min_norm_relerr"]) == pytest.approx(relerr, rel=1e-8)
         assert relerr < 2 * ctx.spec.model.sigma
+
+
+@pytest.mark.computes("summary:power_law", "summary:log_law")
+def test_fits_of_the_min_norm_error_over_sigma(min_norm_study):
+    """Per depth, least squares of ln y (power law) and of y (log law) on [1, ln σ]: for L = 2 the
+    distance from the min-norm interpolant is the part of W₁ frozen off the span, ∝ σ (exponent ≈ 1);
+    one σ at L = 3 is too few points for a fit (NaN)."""
+    runs, study = min_norm_study
+    depth = study["depth"].values
+    two = [(ctx.spec.model.sigma, float(ds["min_norm_relerr"])) for ctx, ds in runs if ctx.spec.model.depth == 2]
+    sigma, relerr = np.array(two).T
+    design = np.stack([np.ones_like(sigma), np.log(sigma)], axis=1)
+    for name, y in (("relerr_exponent", np.log(relerr)), ("relerr_slope", relerr)):
+        slope = np.linalg.lstsq(design, y, rcond=None)[0][1]
+        np.testing.assert_allclose(study[name].values[depth == 2], slope, rtol=1e-9)
+        assert np.all(np.isnan(study[name].values[depth == 3]))
+    assert float(study["relerr_exponent"].values[depth == 2][0]) == pytest.approx(1.0, abs=0.1)
 
 
 # --- weight norms and the mirrored init (solvable-model Sec. 3.2, Fig. 2) --------------------------
@@ -332,8 +403,8 @@ def _layer_norm_sum(layers) -> float:
 def test_weight_norm_sums_the_layer_norms(mirrored):
     """Σ_ℓ ‖θ_ℓ‖ over the layers' weights and biases, at init and after training."""
     for ctx, ds in mirrored.values():
-        assert float(ds["weight_norm_init"]) == pytest.approx(_layer_norm_sum(_initial_layers(ctx)), rel=1e-12)
-        assert float(ds["weight_norm"]) == pytest.approx(_layer_norm_sum(_final_layers(ctx, ds)), rel=1e-12)
+        assert float(ds["weight_norm_init"]) == pytest.approx(_layer_norm_sum(initial_layers(ctx)), rel=1e-12)
+        assert float(ds["weight_norm"]) == pytest.approx(_layer_norm_sum(final_layers(ctx, ds)), rel=1e-12)
         assert float(ds["weight_norm"]) != pytest.approx(float(ds["weight_norm_init"]), rel=1e-3)  # it trained
 
 
@@ -343,17 +414,17 @@ def test_mirrored_init_starts_at_zero_output(mirrored):
     0 … N/2 − 1 and their readout weights negated, so f₀ = 0: the stored initial loss is ½ mean |y|²
     (a Gaussian init's is not), and the pairs cancel in the numpy forward pass up to rounding."""
     ctx, ds = mirrored["mirrored"]
-    layers = _initial_layers(ctx)
+    layers = initial_layers(ctx)
     (w, b), (u, _) = layers[-2], layers[-1]
     half = w.shape[0] // 2
     np.testing.assert_array_equal(w[half:], w[:half])
     np.testing.assert_array_equal(b[half:], b[:half])
     np.testing.assert_array_equal(u[:, half:], -u[:, :half])
     x, y = ctx.data.flat_train, ctx.data.y_train
-    hidden = _forward(layers[:-1] + [(np.eye(w.shape[0]), None)], x, "relu")
+    hidden = forward(layers[:-1] + [(np.eye(w.shape[0]), None)], x, "relu")
     assert np.any(hidden > 0)  # the units are active: f₀ = 0 by cancellation, not by dead units
     np.testing.assert_array_equal(hidden[:, :half] @ u[:, :half].T + hidden[:, half:] @ u[:, half:].T, 0.0)
-    assert np.max(np.abs(_forward(layers, x, "relu"))) <= 1e-14 * np.max(np.abs(hidden) @ np.abs(u).T)
+    assert np.max(np.abs(forward(layers, x, "relu"))) <= 1e-14 * np.max(np.abs(hidden) @ np.abs(u).T)
     initial_target_loss = 0.5 * np.mean(np.sum(y**2, axis=1))
     assert float(ds["loss"][0]) == pytest.approx(initial_target_loss, rel=1e-14)
     gaussian = mirrored["gaussian"][1]
