@@ -101,6 +101,7 @@ def test_exploding_runs_are_diverged_and_a_grid_keeps_its_layout(results):
     assert np.all(np.isfinite(last)) and np.all(last > 1e20)  # flagged by the explosion, not an overflow
 
 
+@pytest.mark.computes("figure:time_series")
 def test_time_series_y_range_comes_from_the_runs_that_did_not_diverge(results):
     ds = open_dataset(results / "half_diverge/half_diverge.zarr").load()
     fig = plot_time_series(ds, CURVES, "half diverged")
@@ -113,6 +114,7 @@ def test_time_series_y_range_comes_from_the_runs_that_did_not_diverge(results):
     assert ref.get_legend() is None
 
 
+@pytest.mark.computes("figure:sweep")
 def test_sweep_means_leave_diverged_runs_out(results):
     ds = open_dataset(results / "half_diverge/half_diverge.zarr").load()
     spec = SweepFigure.model_validate({"name": "final_loss", "kind": "sweep", "x": "lr", "y": "loss",

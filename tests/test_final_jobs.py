@@ -79,6 +79,7 @@ def _spec(directory: Path, text: str, name: str) -> Path:
     return path
 
 
+@pytest.mark.computes("input_spectrum", "relative_kernel_change", "kernel_predictors", "steps_to_threshold")
 def test_added_final_measurement_runs_final_jobs_not_training(tmp_path):
     work = tmp_path / "work"
     _write(work, FIRST)

@@ -35,6 +35,8 @@ sweep:
 """
 
 
+@pytest.mark.computes("model_kind:kgd", "model_kind:akgd", "model_kind:linearized", "model_kind:network",
+                      "parameterization:ntk", "kernel_norm", "alignment", "test_loss")
 def test_kgd_is_the_linearized_network_and_akgd_is_rescaled_to_the_final_norm(tmp_path):
     _, runs = run_study_jobs(STUDY, tmp_path)
     net, lin, kgd, akgd = (runs[(k,)] for k in ("network", "linearized", "kgd", "akgd"))
@@ -48,6 +50,7 @@ def test_kgd_is_the_linearized_network_and_akgd_is_rescaled_to_the_final_norm(tm
     assert abs(net["kernel_norm"].values[-1] / kgd["kernel_norm"].values[0] - 1) > 0.01  # a real rescaling
 
 
+@pytest.mark.computes("model_kind:ofe", "model_kind:ofe_fit", "ofe", "loss")
 def test_ofe_fit_ends_at_its_network_alignment_and_conserves_c(tmp_path):
     text = STUDY.replace("measure: [loss, test_loss, kernel_norm, alignment]", "measure: [loss, kernel_norm, alignment, ofe]")
     text = text.replace("  model_kind: [network, linearized, kgd, akgd]",

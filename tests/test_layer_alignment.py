@@ -31,6 +31,7 @@ def runs(tmp_path_factory):
     return run_study_jobs(STUDY, tmp_path_factory.mktemp("layer_alignment"))[1]   # by (lr_ratio, start)
 
 
+@pytest.mark.computes("layer_alignment", "solvable_theory", "init:near_parallel", "kernel_norm", "loss")
 def test_gd_with_small_steps_follows_the_closed_form(runs):
     """cos θ(t), |u|, |w|, the loss and ‖K‖_F of the network against the gradient-flow closed form,
     with unequal layer rates η_u/η_W = 0.2 and 5, P = 4 points on a line (reduced to one)."""
@@ -43,6 +44,7 @@ def test_gd_with_small_steps_follows_the_closed_form(runs):
         assert float(run["layer_alignment_theory_error"]) < 2e-3
 
 
+@pytest.mark.computes("layer_alignment", "init:near_parallel")
 def test_alignment_rises_below_the_target_and_falls_above_it(runs):
     for ratio in (0.2, 5.0):
         gaussian, parallel = runs[(ratio, "gaussian")], runs[(ratio, "parallel")]
@@ -51,6 +53,7 @@ def test_alignment_rises_below_the_target_and_falls_above_it(runs):
         assert parallel["readout_norm"].values[-1] < parallel["readout_norm"].values[0]  # and shrink
 
 
+@pytest.mark.computes("layer_alignment", "solvable_theory")
 def test_final_alignment_is_the_invariant_whatever_the_rate_ratio(runs):
     for start in ("gaussian", "parallel"):
         ends = [float(runs[(ratio, start)]["layer_alignment"].values[-1]) for ratio in (0.2, 5.0)]

@@ -124,6 +124,8 @@ def test_relative_kernel_change_is_the_frobenius_change_of_the_train_gram(tmp_pa
     assert value == pytest.approx(1.3 ** 2 - 1, rel=1e-6)  # K = κ²(|Wx|² + |u|²|x|²) scales as the weights squared
 
 
+@pytest.mark.computes("summary:predicted_phase", "summary:measured_phase", "summary:power_law",
+                      "relative_kernel_change")
 def test_phase_study_end_to_end(tmp_path):
     plan = plan_study(_load(tmp_path, STUDY), tmp_path / "results")
     for job in plan.runs:

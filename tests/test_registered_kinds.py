@@ -311,3 +311,40 @@ def test_cifar10_batches_through_the_train_job(tmp_path, monkeypatch):
     images = np.concatenate(rows).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
     _, ((ctx, ds),) = study_runs(_image_study("cifar10", tmp_path), tmp_path)
     _check_image_run(ctx, ds, images, np.array(labels))
+
+
+RELU_COMPONENTS = """\
+data: {source: random_labels, dim: 400, n_train: 20}
+model: {depth: 2, width: 512, activation: relu}
+train:
+  optimizer: {name: gd, lr: 0.1}
+  dtype: float64
+  max_time: 100
+  checkpoints: {per_decade: 10}
+measure: [loss, kernel_components, component_growth, component_theory]
+"""
+"""Kernel-alignment App. E.4 at a smaller size: P = 20 ±1 labels on unit inputs in D = 400 (nearly
+orthogonal), a scalar two-layer ReLU net trained by GD to zero loss."""
+
+
+@pytest.mark.computes("component_theory", "source:random_labels")
+def test_component_theory_integrates_eq16_with_the_measured_outputs(tmp_path):
+    """From the initial values, the rates of Eq. 16 / Eqs. 76–86 at the stored outputs f(t), r = y − f,
+    ẑ = y/|y|: d(ŷᵀK_Vŷ)/dt = (Σ_μ r_μf_μẑ_μ² + (r·ẑ)(f·ẑ))/P, d(tr K_V/P)/dt = 2 r·f/P² and
+    d(ŷᵀK_Wŷ)/dt = (Σ_μ r_μf_μẑ_μ² + r·f)/P, by the trapezoid rule over the checkpoints. The trace needs
+    no ansatz: its predicted growth is within 15% of the measured one (measured 8% at width 512)."""
+    _, ((ctx, ds),) = study_runs(RELU_COMPONENTS, tmp_path)
+    t, f, y = ds["time"].values, ds["subset_outputs"].values[:, :, 0], ctx.data.y_train[:, 0]
+    p, z, r = len(y), y / np.linalg.norm(y), y - f
+    rates = {"kv_projection": ((r * f) @ z**2 + (r @ z) * (f @ z)) / p, "kv_trace": 2 * np.sum(r * f, axis=1) / p**2,
+             "kw_projection": ((r * f) @ z**2 + np.sum(r * f, axis=1)) / p}
+    for name, rate in rates.items():
+        measured = ds[name].values.reshape(len(t), -1)[:, 0]
+        integral = np.concatenate([[0.0], np.cumsum(np.diff(t) * (rate[1:] + rate[:-1]) / 2)])
+        np.testing.assert_allclose(ds[f"{name}_theory"], measured[0] + integral, rtol=1e-9, err_msg=name)
+    measured, theory = (ds[name].values.reshape(len(t), -1)[:, 0] for name in ("kv_trace", "kv_trace_theory"))
+    assert abs((theory[-1] - theory[0]) - (measured[-1] - measured[0])) < 0.15 * (measured[-1] - measured[0])
+    growth, predicted = (ds[name].values.reshape(len(t), -1)[:, 0] for name in ("kv_projection", "kv_projection_theory"))
+    relerr = abs((predicted[-1] - growth[0]) - (growth[-1] - growth[0])) / abs(growth[-1] - growth[0])
+    assert float(ds["kv_growth_theory_relerr"]) == pytest.approx(relerr, rel=1e-9)
+    assert float(ds["loss"][-1]) < 1e-6 * float(ds["loss"][0])

@@ -78,6 +78,7 @@ def test_selecting_a_sub_grid_gives_its_runs_and_no_nan(study):
         np.testing.assert_array_equal(sub_grid(ds, {"depth": depth})["t_half"].values, expected)
 
 
+@pytest.mark.computes("summary:power_law", "t_half")
 def test_summary_is_the_fit_over_its_sub_grid(study):
     _, path, t_half = study
     ds = open_dataset(path)
@@ -89,6 +90,7 @@ def test_summary_is_the_fit_over_its_sub_grid(study):
         assert np.unique(ds["t_half_exponent"].sel(depth=depth).values).size == 1  # one value per group
 
 
+@pytest.mark.computes("figure:sweep", "figure:time_series")
 def test_figures_draw_each_sub_grid(study):
     _, path, t_half = study
     assert {p.name for p in (path.parent / "figures").glob("*.png")} == {"t_half.png", "curves.png"}

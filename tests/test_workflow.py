@@ -127,6 +127,7 @@ def test_first_run_makes_every_job(first_run):
     assert sorted(first_run["tables"]) == [f"results/{t}/{t}_summary.csv" for t in ("tiny_eigen", "tiny_scaling", "tiny_silent")]
 
 
+@pytest.mark.computes("t_half", "t_half_theory", "source:linear_teacher", "activation:linear")
 def test_scaling_dataset_contents(workdir, first_run):
     ds = xr.open_zarr(workdir / "results/tiny_scaling/tiny_scaling.zarr")
     assert ds["t_half"].dims == ("sigma",) and ds["loss"].dims == ("sigma", "time")
@@ -140,6 +141,8 @@ def test_scaling_dataset_contents(workdir, first_run):
     assert '"sigma":0.1' in run.attrs["config"].replace(" ", "")
 
 
+@pytest.mark.computes("eigenvalue", "alignment_init", "stage:ntk_gram", "stage:eigendecomposition",
+                      "model_kind:linearized", "source:digits")
 def test_eigen_dataset_alignment_is_eigenvalue(workdir, first_run):
     ds = xr.open_zarr(workdir / "results/tiny_eigen/tiny_eigen.zarr")
     assert set(ds["test_accuracy"].dims) >= {"model_kind", "eigen_index"}
@@ -148,6 +151,7 @@ def test_eigen_dataset_alignment_is_eigenvalue(workdir, first_run):
     assert lam[0] > lam[1] > 0
 
 
+@pytest.mark.computes("kernel_predictors", "input_spectrum", "source:digits")
 def test_case_axis_and_per_point_arrays(workdir, first_run):
     ds = xr.open_zarr(workdir / "results/tiny_silent/tiny_silent.zarr")
     assert ds["dataset"].values.tolist() == ["digits", "synthetic"]
@@ -177,6 +181,7 @@ def test_every_variable_and_coordinate_is_described(workdir, first_run):
     assert json.loads(ds.attrs["run_versions"])  # the runs' versions (their ntkpipe_version without them)
 
 
+@pytest.mark.computes("t_half_theory", "alignment_theory")
 def test_theory_residual_is_the_relative_error(workdir, first_run):
     ds = xr.open_zarr(workdir / "results/tiny_scaling/tiny_scaling.zarr")
     t_half, theory = ds["t_half"].values, ds["t_half_theory"].values
@@ -202,6 +207,7 @@ def test_show_prints_time_series(workdir, first_run, capsys):
     assert "first_layer_alignment — cos(W₁ᵀW₁, ββᵀ): " in out
 
 
+@pytest.mark.computes("figure:sweep", "figure:time_series", "figure:scatter")
 def test_figures_of_the_first_run_have_no_defects(workdir, first_run):
     """Every figure the workflow drew (sweeps over σ and over the integer eigen_index, time series,
     overlays, scatter) passes the figure checks; untitled figures carry the study's description."""

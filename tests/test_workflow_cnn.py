@@ -11,6 +11,9 @@ import pytest
 import xarray as xr
 
 from ntkpipe import open_dataset
+from ntkpipe.jobs.plot import draw_figure
+from ntkpipe.plots.checks import figure_defects
+from ntkpipe.workflow import build_index
 from tests.conftest import run_snakemake
 
 pytestmark = pytest.mark.workflow
@@ -97,6 +100,7 @@ def workdir(tmp_path_factory) -> Path:
     return work
 
 
+@pytest.mark.computes("stage:ntk_gram", "stage:eigendecomposition", "stage:nad", "stage:pretrain")
 def test_every_stage_kind_ran_and_every_figure_exists(workdir):
     stages = {p.parent.name for p in (workdir / "results/stages").glob("*/*.zarr")}
     assert stages == {"ntk_gram", "eigendecomposition", "nad", "pretrain"}
@@ -104,6 +108,8 @@ def test_every_stage_kind_ran_and_every_figure_exists(workdir):
     assert figures == ["accuracy.png", "energy.png", "nads.png", "pretrained.png", "rotation.png"]
 
 
+@pytest.mark.computes("rotation", "energy_concentration", "param_distance", "summary:endpoints", "architecture:cnn",
+                      "model_kind:linearized", "stage:eigendecomposition", "source:digits", "loss:bce", "optimizer:sgd")
 def test_rotation_study(workdir):
     """A union of sub-grids is stored along ``run`` (no holes); open_dataset indexes it by its axes."""
     ds = open_dataset(workdir / "results/tiny_rotation/tiny_rotation.zarr")
@@ -122,6 +128,7 @@ def test_rotation_study(workdir):
     assert float(ds["param_distance"].sel(task="eigenfunction", model_kind="network").max()) > 0
 
 
+@pytest.mark.computes("stage:pretrain", "rotation", "model_kind:linearized")
 def test_linearization_around_the_untrained_network_is_the_centered_init_linearization(workdir):
     ds = open_dataset(workdir / "results/tiny_rotation/tiny_rotation.zarr")
     at_init = ds["rotation"].sel(task="pretrained", eigen_index=3, model_kind="linearized", pretrain_epochs=0)
@@ -131,6 +138,8 @@ def test_linearization_around_the_untrained_network_is_the_centered_init_lineari
     assert np.linalg.norm(pre["params"].sel(epoch=4) - pre["params"].sel(epoch=0)) > 0
 
 
+@pytest.mark.computes("stage:nad", "source:nad", "nad_alignment", "stein_check", "nad_directions", "activation:gelu",
+                      "architecture:cnn")
 def test_nad_study(workdir):
     ds = xr.open_zarr(workdir / "results/tiny_nads/tiny_nads.zarr")
     assert set(ds["test_accuracy"].dims) >= {"nad_index", "model_kind", "architecture"}
@@ -140,3 +149,21 @@ def test_nad_study(workdir):
     assert ds["nad_directions"].shape[-4:] == (4, 4, 4, 1)
     nads = ds["nad_directions"].sel(architecture="cnn", nad_index=1, model_kind="network").values
     np.testing.assert_allclose(np.einsum("ixyc,jxyc->ij", nads, nads), np.eye(4), atol=1e-8)  # orthonormal
+
+
+@pytest.mark.computes("figure:images")
+def test_images_figure_shows_stored_nads_and_their_spectra(workdir):
+    """Per architecture a row of NADs, each one of the stored nad_directions (one channel), and under it
+    |FFT|: the magnitude of its centred 2-D Fourier transform; the figure passes the figure checks."""
+    plan = build_index(workdir / "specs", workdir / "results").plans["tiny_nads"]
+    fig = draw_figure(plan, "nads")
+    assert figure_defects(fig) == []
+    ds = xr.open_zarr(workdir / "results/tiny_nads/tiny_nads.zarr")
+    shown = [np.asarray(ax.images[0].get_array()) for ax in fig.axes if ax.images]
+    assert len(shown) == 2 * 2 * 4  # (image, |FFT|) rows per architecture, 4 NADs each
+    for row, architecture in enumerate(["mlp", "cnn"]):
+        stored = ds["nad_directions"].sel(architecture=architecture).values[..., 0].reshape(-1, 4, 4, 4)
+        for j in range(4):
+            image, spectrum = shown[8 * row + j], shown[8 * row + 4 + j]
+            assert any(np.allclose(image, run[j]) for run in stored), (architecture, j)
+            np.testing.assert_allclose(spectrum, np.abs(np.fft.fftshift(np.fft.fft2(image))), rtol=1e-6, atol=1e-9)
