@@ -4,6 +4,8 @@ it implements (silent-alignment App. C, E, H; kernel-alignment Eq. 7; solvable-m
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -85,6 +87,14 @@ def _study(text, tmp_path_factory, name):
 @pytest.fixture(scope="module")
 def two_layer(tmp_path_factory):
     ((ctx, ds),) = _study(TWO_LAYER, tmp_path_factory, "two_layer")
+    return ctx, ds
+
+
+@pytest.fixture(scope="module")
+def rescaled(tmp_path_factory):
+    """The two-layer study with feature-learning rate γ = 2: it trains g = f/γ with η₀γ²."""
+    text = re.sub(r"measure: \[.*?\]\n", "measure: [loss, alignment, gamma_hat]\n", TWO_LAYER, flags=re.S)
+    ((ctx, ds),) = _study(text.replace("sigma: 0.01}", "sigma: 0.01, gamma: 2.0}"), tmp_path_factory, "rescaled")
     return ctx, ds
 
 
@@ -177,8 +187,7 @@ def _teacher(ctx) -> tuple[np.ndarray, float]:
 
 
 @pytest.mark.computes("loss", "loss:mse", "optimizer:gd", "architecture:mlp", "model_kind:network",
-                       "source:linear_teacher", "activation:linear", "activation:relu", "parameterization:standard",
-                       "init:gaussian")
+                       "source:linear_teacher", "activation:linear", "activation:relu")
 def test_stored_loss_is_the_mse_of_the_initial_and_final_weights(two_layer, min_norm, mirrored):
     """L = (1/2P) Σ_μ |f(x_μ) − y_μ|² of the numpy forward pass with the initial weights and with the
     stored final parameters (which also checks the layout the other tests cut ``final_params`` by)."""
@@ -188,6 +197,19 @@ def test_stored_loss_is_the_mse_of_the_initial_and_final_weights(two_layer, min_
             loss = 0.5 * np.mean(np.sum((f - ctx.data.y_train) ** 2, axis=1))
             assert float(ds["loss"][index]) == pytest.approx(loss, rel=1e-9, abs=1e-20)
         assert float(ds["loss"][-1]) < float(ds["loss"][0])
+
+
+@pytest.mark.computes("init:gaussian", "parameterization:standard")
+def test_gaussian_init_draws_weights_of_variance_sigma_squared_over_fan_in(two_layer, min_norm):
+    """W_ℓ ~ N(0, σ²/fan_in) entrywise: the sample variance of every layer of 64 or more entries is
+    within 40% of σ²/fan_in and its mean within 4 standard errors of 0."""
+    for ctx, _ in [two_layer, *min_norm]:
+        sigma = ctx.spec.model.sigma
+        for w, _ in initial_layers(ctx):
+            if w.size >= 64:
+                variance = sigma**2 / w.shape[1]
+                assert 0.6 < np.var(w) / variance < 1.4
+                assert abs(np.mean(w)) < 4 * np.sqrt(variance / w.size)
 
 
 # --- two-layer overlaps and their theory (silent-alignment App. C) ---------------------------------
@@ -283,11 +305,13 @@ def test_alignment_theory_is_the_final_alignment_of_the_linear_net(two_layer):
 
 
 @pytest.mark.computes("gamma_hat")
-def test_gamma_hat_gives_the_networks_final_alignment(two_layer):
+@pytest.mark.parametrize("study", ["two_layer", "rescaled"])
+def test_gamma_hat_gives_the_networks_final_alignment(study, request):
     """A(K₀ + γ̂yyᵀ, y) equals the network's final alignment (kernel-alignment Eq. 7, Fig. 2C–D),
-    with K₀ = X M₀ Xᵀ the initial NTK of the linear net from its initial weights; the stored
-    alignments are those of X M Xᵀ at init and at the end."""
-    ctx, ds = two_layer
+    with K₀ = X M₀ Xᵀ the initial NTK of the unscaled linear net f (from its initial weights; for
+    γ = 2 the network trains g = f/γ, whose NTK is K_f/γ²); the stored alignments (scale-free) are
+    those of X M Xᵀ at init and at the end."""
+    ctx, ds = request.getfixturevalue(study)
     x, y = ctx.data.flat_train, ctx.data.y_train[:, 0]
     k0 = x @ linear_ntk_matrix(initial_layers(ctx)) @ x.T
     k_final = x @ linear_ntk_matrix(final_layers(ctx, ds)) @ x.T

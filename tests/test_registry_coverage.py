@@ -104,8 +104,13 @@ def collected_marks() -> dict[str, list[str]]:
     return marks
 
 
+def unmarked() -> list[str]:
+    """Registered things that no test marks."""
+    return sorted(registered_names() - set(collected_marks()))
+
+
 def test_every_registered_thing_is_computed_by_a_test():
-    missing = sorted(registered_names() - set(collected_marks()))
+    missing = unmarked()
     assert not missing, (
         f"no test computes these registered things through the pipeline: {', '.join(missing)}. Add a test that "
         f"runs a tiny study using each (tests/conftest.py: run_study_jobs) and checks its values against numpy "
@@ -125,6 +130,11 @@ def test_registered_reads_the_languages_registries():
             "activation:gelu", "parameterization:ntk", "init:mirrored", "optimizer:adam", "loss:bce",
             "summary:measured_phase", "figure:matrix"} <= names
     assert len([n for n in names if ":" not in n]) == len(REGISTRY)
+
+
+def test_a_newly_registered_measurement_is_reported_until_a_test_computes_it(monkeypatch):
+    monkeypatch.setitem(REGISTRY, "brand_new_measurement", REGISTRY["loss"])
+    assert unmarked() == ["brand_new_measurement"]
 
 
 def test_marks_are_read_from_decorators_classes_and_pytestmark():
