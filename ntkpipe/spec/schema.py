@@ -245,8 +245,8 @@ class MlpSpec(ModelBase):
     sets the readout u ∥ W n for the top direction n of the training inputs, plus a Gaussian
     perturbation of relative size ``disturbance`` (solvable-model Fig. 1b, d), keeping |u|;
     ``init: mirrored`` (depth ≥ 2, even width) copies the first half of the last hidden layer's
-    units into the second half with the readout negated, so the initial output is exactly zero
-    (the lazy-training init of Chizat et al., solvable-model Sec. 3.2)."""
+    units into the second half with the readout negated, so the initial output is zero up to the
+    rounding of the readout sum (the lazy-training init of Chizat et al., solvable-model Sec. 3.2)."""
 
     architecture: Literal["mlp"] = "mlp"
     depth: int = Field(ge=1)
