@@ -173,7 +173,8 @@ MEASUREMENTS = [
                 lambda r: req.needs_test(r) or req.needs_classes(r), kernel_models=True, where_applicable=True),
     Measurement("kernel_norm", "checkpoint", "Frobenius norm ‖K‖_F of the train NTK Gram K over (example, output) "
                 "pairs, K = J Jᵀ with J = ∂f/∂θ (silent-alignment Fig. 1)",
-                (_series("kernel_norm", "‖K‖_F"),), checkpoint.gram_norm, kernel_models=True, gram_points=_train_gram),
+                (_series("kernel_norm", "‖K‖_F"),), checkpoint.gram_norm, kernel_models=True,
+                gram_points=_train_gram),
     Measurement("alignment", "checkpoint", "kernel alignment A = yᵀKy / (‖K‖_F ‖y‖²) of the train NTK Gram with "
                 "the targets (Cortes et al. 2012; kernel-alignment Eq. 2); 1 iff K ∝ yyᵀ",
                 (_series("alignment", "kernel alignment A(t)"),), checkpoint.gram_alignment, kernel_models=True,
@@ -316,8 +317,8 @@ MEASUREMENTS = [
                 (_series("energy_concentration", "energy concentration ‖Φ_Kᵀy‖/‖y‖"),), checkpoint.energy,
                 options=(Option("top_k", int, 50, "eigenvectors K", 1),
                          Option("subset", int, 500, "training points in the Gram (the first n)", 2),
-                         Option("every", int, 0, "also at every k-th checkpoint (0: init and end only)", 0)), kernel_models=True,
-                check_options=_energy_options, gram_points=_subset_gram),
+                         Option("every", int, 0, "also at every k-th checkpoint (0: init and end only)", 0)),
+                kernel_models=True, check_options=_energy_options, gram_points=_subset_gram),
     Measurement("rotation", "final",
                 "α_T(φ_i)/α_0(φ_i) for the init eigenvectors i = 1…K, α_t(φ) = ‖J_tᵀφ‖² over train ∪ test "
                 "(linearized-networks Fig. 7), and the index where it peaks",

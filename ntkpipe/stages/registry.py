@@ -72,8 +72,9 @@ def _eigen_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
                          f"eigenvectors of stage {name!r} ({kept})"))
     for i, item in enumerate(run.measure):
         if item.name == "rotation" and item.options["top_k"] > limit:
-            problems.append((("measure", i, "top_k"), f"rotation: top_k {item.options['top_k']} exceeds the {limit} eigenpairs "
-                             f"stage {name!r} keeps ({kept}); use top_k <= {limit} or raise the stage's top_k"))
+            problems.append((("measure", i, "top_k"), f"rotation: top_k {item.options['top_k']} exceeds the {limit} "
+                             f"eigenpairs stage {name!r} keeps ({kept}); use top_k <= {limit} or raise the stage's "
+                             "top_k"))
     return problems
 
 

@@ -111,7 +111,8 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, max_runs: int |
             valid_points = None
     problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings, data_files)]
     if memory_limit is not None and not problems:
-        problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.memory_problems(runs, valid_points, memory_limit)]
+        problems += [f"{where(key_path)}: {msg}"
+                     for key_path, msg in checks.memory_problems(runs, valid_points, memory_limit)]
     if problems:
         raise SpecError(str(path), _by_line(problems))
     return Study(path.stem, variant, path, spec, valid_points, runs, axis_keys, scalings)
@@ -234,7 +235,8 @@ def merge_overrides(base: dict, override: dict) -> dict:
             replaced["model"] = copy.deepcopy(model)
     if isinstance(data, dict) and isinstance(base.get("data"), dict):
         if "source" in data and data["source"] != base["data"].get("source"):
-            kept = {k: v for k, v in base["data"].items() if k not in SOURCE_FIELDS or data["source"] in SOURCE_FIELDS[k]}
+            kept = {k: v for k, v in base["data"].items()
+                    if k not in SOURCE_FIELDS or data["source"] in SOURCE_FIELDS[k]}
             replaced["data"] = deep_merge(kept, data)
     return {**deep_merge(base, {k: v for k, v in override.items() if k not in replaced}), **replaced}
 
