@@ -10,15 +10,16 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
 from ntkpipe.errors import ConfigError, SpecError
-from ntkpipe.workflow import build_index, check_results_writable, configure_jax
+from ntkpipe.workflow import build_index, check_config, check_results_writable, configure_jax
 
 min_version("9.0")
 
 RESULTS = config.get("results", "results")
-GPUS = int(config.get("gpus", 0))  # GPUs each training and kernel job requests (a cluster profile sets it)
+GPUS = config.get("gpus", 0)  # GPUs each training and kernel job requests (a cluster profile sets it)
 try:  # --config max_runs=N: the most runs one study may have (default 10,000, or $NTKPIPE_MAX_RUNS)
+    check_config(config)  # every key known (ntkpipe.workflow.CONFIG_KEYS), its value usable
     INDEX = build_index(config.get("specs", "specs"), RESULTS, config.get("variant", "default"),
-                        config.get("studies"), config.get("max_runs"))
+                        config.get("studies"), config.get("max_runs"), memory_check=bool(config.get("memory_check", 1)))
     check_results_writable(INDEX)
 except (SpecError, ConfigError) as err:
     raise WorkflowError(str(err)) from None

@@ -13,6 +13,7 @@ from ntkpipe import results_dir
 from ntkpipe.errors import NtkpipeError, SpecError
 from ntkpipe.layout import RUN, open_dataset, sub_grid
 from ntkpipe.show import series_lines
+from ntkpipe.resources import MEMORY_LIMIT_ENV, memory_limit
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
 from ntkpipe.study.size import MAX_RUNS_DEFAULT, MAX_RUNS_ENV
@@ -28,22 +29,40 @@ def _state(path: Path, expect_id: str) -> tuple[str, str]:
 
 
 def cmd_validate(args) -> int:
+    """Every variant (or ``--variant``). A run whose memory estimate exceeds this machine's is an error
+    in the default variant and the one named by ``--variant`` (what would run here), and a note for the
+    other variants (meant for bigger machines); ``--no-memory-check`` skips it."""
     status = 0
+    limit = None if args.no_memory_check else memory_limit()
     for spec in args.specs:
         variants = [args.variant] if args.variant else variant_names(spec) or ["default"]
         counts, failed = [], False
         for variant in variants:
+            label = "" if variant == "default" else f"[variant {variant}] "
             try:
-                study = load_study(spec, variant, args.max_runs)
+                study = load_study(spec, variant, args.max_runs, memory_limit=limit)
             except SpecError as err:
-                print(f"{err}" if variant == "default" else f"[variant {variant}] {err}", file=sys.stderr)
-                failed = True
-                continue
+                study = _without_memory_check(spec, variant, args) if args.variant is None and variant != "default" \
+                    else None
+                if study is None:
+                    print(f"{label}{err}", file=sys.stderr)
+                    failed = True
+                    continue
+                print(f"note: {label}{err.path}: too large for this machine, refused when this variant runs here:\n"
+                      + "\n".join(f"  - {p}" for p in err.problems), file=sys.stderr)
             counts.append(f"{variant}: {len(study.runs)} runs")
         if not failed:
             print(f"ok {spec} ({'; '.join(counts)})")
         status |= failed
     return status
+
+
+def _without_memory_check(spec, variant: str, args):
+    """The study if only the memory check refused it, else None."""
+    try:
+        return load_study(spec, variant, args.max_runs)
+    except SpecError:
+        return None
 
 
 def cmd_plan(args) -> int:
@@ -181,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variant")
     p.add_argument("--max-runs", type=int, help=f"the most runs a study may have (default {MAX_RUNS_DEFAULT:,}, "
                    f"or ${MAX_RUNS_ENV})")
+    p.add_argument("--no-memory-check", action="store_true",
+                   help=f"do not refuse runs whose memory estimate exceeds this machine's (or ${MEMORY_LIMIT_ENV})")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("plan", help="list the runs of a spec, their ids and which are done")
     p.add_argument("spec")

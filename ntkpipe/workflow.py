@@ -10,7 +10,9 @@ from pathlib import Path
 import jax
 
 from ntkpipe.errors import ConfigError, SpecError
+from ntkpipe.resources import RUNTIME_MINUTES, memory_limit
 from ntkpipe.results_dir import planned_stores, set_aside_invalid
+from ntkpipe.spec.axes import suggest
 from ntkpipe.study.load import DEFAULT_VARIANT, SPEC_SUFFIX, load_study, variant_names
 from ntkpipe.study.size import run_limit
 from ntkpipe.stages import StageJob
@@ -50,6 +52,41 @@ class WorkflowIndex:
         return out + sorted(str(p) for p in stores - {plan.dataset_path for plan in self.plans.values()})
 
 
+CONFIG_KEYS = {
+    "specs": "the directory of study specs (default specs)",
+    "results": "the results directory (default results)",
+    "variant": "the variant every study runs (default default)",
+    "studies": "comma-separated study names (default: every spec)",
+    "max_runs": "the most runs one study may have (default 10,000)",
+    "pack": "1: train same-shape runs together (default 0)",
+    "gpus": "GPUs each training, final and stage job requests (default 0)",
+    "memory_check": "0: do not refuse runs whose memory estimate exceeds this machine's (default 1)",
+    "runtime_minutes": "per rule (train, final, stage, aggregate, plot): the runtime a job requests",
+}
+"""Every ``--config`` key the Snakefile reads."""
+
+
+def check_config(config: dict) -> None:
+    """Raise ConfigError for a ``--config`` key the workflow does not read (a misspelt key would
+    silently fall back to its default) or a value it cannot use."""
+    for key in config:
+        if key not in CONFIG_KEYS:
+            known = "\n".join(f"  {k}: {doc}" for k, doc in CONFIG_KEYS.items())
+            raise ConfigError(f"--config {key}={config[key]}: unknown key{suggest(key, CONFIG_KEYS)}; the workflow "
+                              f"reads:\n{known}")
+    for key in ("pack", "memory_check"):
+        if key in config and config[key] not in (0, 1):  # True and False are 1 and 0
+            raise ConfigError(f"--config {key}={config[key]}: give {key}=0 or {key}=1")
+    gpus = config.get("gpus", 0)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise ConfigError(f"--config gpus={gpus}: give a whole number of GPUs >= 0 (e.g. gpus=1)")
+    runtimes = config.get("runtime_minutes", {})
+    if not isinstance(runtimes, dict) or any(rule not in RUNTIME_MINUTES for rule in runtimes) or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in runtimes.values()):
+        raise ConfigError(f"--config runtime_minutes={runtimes}: give whole minutes >= 1 per rule, e.g. "
+                          f"runtime_minutes={{train: 240}} (rules: {', '.join(RUNTIME_MINUTES)})")
+
+
 def spec_files(specs: str | Path, studies: str | list[str] | None = None) -> list[Path]:
     """``specs/*.yaml``, or the named subset (comma-separated names or a list). Files that look like
     specs under another suffix (``*.yml``) are listed too, so that validation stops at them instead
@@ -74,20 +111,23 @@ def spec_files(specs: str | Path, studies: str | list[str] | None = None) -> lis
 
 
 def build_index(specs: str | Path = "specs", results: str | Path = "results",
-                variant: str = DEFAULT_VARIANT, studies=None, max_runs: int | str | None = None) -> WorkflowIndex:
+                variant: str = DEFAULT_VARIANT, studies=None, max_runs: int | str | None = None,
+                memory_check: bool = False) -> WorkflowIndex:
     """Validate and plan every selected spec (each of at most ``max_runs`` runs, see
-    :func:`~ntkpipe.study.size.run_limit`). With a named variant, specs that lack it are skipped."""
+    :func:`~ntkpipe.study.size.run_limit`; with ``memory_check``, none needing more memory than
+    :func:`~ntkpipe.resources.memory_limit`). With a named variant, specs that lack it are skipped."""
     results = Path(results)
     plans: dict[str, StudyPlan] = {}
     errors: list[SpecError] = []
     files = spec_files(specs, studies)
     limit = run_limit(max_runs)
+    bytes_limit = memory_limit() if memory_check else None
     for path in files:
         if variant != DEFAULT_VARIANT and variant not in variant_names(path) and variant_names(path):
             print(f"ntkpipe: {path.name} has no variant {variant!r}; skipped", file=sys.stderr)
             continue
         try:
-            plan = plan_study(load_study(path, variant, limit), results)
+            plan = plan_study(load_study(path, variant, limit, memory_limit=bytes_limit), results)
         except SpecError as err:
             errors.append(err)
             continue
@@ -97,7 +137,9 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
     if errors:
         raise SpecError(str(specs), [f"{Path(e.path).name}: {p}" for e in errors for p in e.problems])
     if files and not plans:
-        raise SpecError(str(specs), [f"no spec declares the variant {variant!r}"])
+        declared = sorted({v for path in files for v in variant_names(path)})
+        raise SpecError(str(specs), [f"no spec declares the variant {variant!r}{suggest(variant, declared)} "
+                                     f"(--config variant=NAME; declared: {', '.join(declared)})"])
     runs = merged_runs([r for plan in plans.values() for r in plan.runs + plan.support_runs])
     for tag, plan in list(plans.items()):  # a final item that a shared run's training job cannot hold too
         if any(not {item_key(m) for m in r.finals} <= {item_key(m) for m in runs[r.id].finals} for r in plan.runs):

@@ -8,9 +8,11 @@ This table is also the single source of the variables' dataset attributes (:func
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Literal
 
+from ntkpipe.data.dataset import output_count
 from ntkpipe.measure import checkpoint, final
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.options import Option
@@ -47,7 +49,11 @@ class Measurement:
     model architectures it reads (None: any); ``kernel_models`` says it reads only outputs and the
     NTK Gram, so kernel kinds (kgd, akgd, ofe, ofe_fit) have it too; ``options`` are its declared options, whose defaults
     validation fills into every run's config; ``depends_on`` names measurements whose series it reads;
-    ``assumptions`` says under which conditions its theory variables hold (and are not NaN).
+    ``assumptions`` says under which conditions its theory variables hold (and are not NaN);
+    ``check_options(options, given, run)`` says which option does not fit the run's data and why, as
+    (option name, message), or None (``options``: every option's value, ``given``: the names the
+    spec wrote); ``gram_points(options, run)`` is the number of examples in the largest NTK Gram it
+    holds (0: none), which the job's memory estimate reads (:mod:`ntkpipe.resources`).
     """
 
     name: str
@@ -64,6 +70,8 @@ class Measurement:
     """Computed for the runs that meet its requirements, NaN for the others (theory overlays, and
     measurements of one task in a study of several); otherwise every run must meet them."""
     assumptions: str | None = None
+    check_options: Callable[[dict, frozenset, RunSpec], tuple[str, str] | None] = lambda options, given, run: None
+    gram_points: Callable[[dict, RunSpec], int] = lambda options, run: 0
 
     def unmet(self, run: RunSpec) -> str | None:
         """Why ``run`` cannot have this measurement: its model kind and architecture, then its own requirements."""
@@ -95,6 +103,60 @@ def _subset(default: int) -> Option:
     return Option("subset", int, default, "training points in the kernel (the first n; 0: all)", 0)
 
 
+def _train_gram(options: dict, run: RunSpec) -> int:
+    return run.data.n_train
+
+
+def _train_and_test_gram(options: dict, run: RunSpec) -> int:
+    return run.data.n_train + run.data.n_test
+
+
+def _subset_gram(options: dict, run: RunSpec) -> int:
+    return checkpoint.subset_size(run.data.n_train, options["subset"])
+
+
+def _subset_fits(options: dict, given: frozenset, run: RunSpec) -> tuple[str, str] | None:
+    """A ``subset`` the spec gives is at most n_train (a default larger than n_train means all of them)."""
+    subset, n = options["subset"], run.data.n_train
+    if "subset" in given and subset > n:
+        return "subset", (f"subset {subset} exceeds data.n_train {n}: the kernel is taken on the first subset "
+                          f"training points; use subset <= {n}")
+    return None
+
+
+def _energy_options(options: dict, given: frozenset, run: RunSpec) -> tuple[str, str] | None:
+    """subset ≤ n_train, and top_k ≤ the eigenvectors of the subset's Gram (subset × outputs)."""
+    if (problem := _subset_fits(options, given, run)) is not None:
+        return problem
+    n, outputs = _subset_gram(options, run), output_count(run.data)
+    if options["top_k"] > n * outputs:
+        key = "top_k" if "top_k" in given or "subset" not in given else "subset"
+        return key, (f"top_k {options['top_k']} exceeds the {n * outputs} eigenvectors of the Gram on {n} training "
+                     f"points × {outputs} output(s) (subset {options['subset']}, data.n_train {run.data.n_train}); "
+                     f"use top_k <= {n * outputs} or a larger subset")
+    return None
+
+
+def _rotation_options(options: dict, given: frozenset, run: RunSpec) -> tuple[str, str] | None:
+    """top_k ≤ the eigenvectors of the Gram over train ∪ test (the label stage's top_k: its check)."""
+    n, outputs = _train_and_test_gram(options, run), output_count(run.data)
+    if options["top_k"] > n * outputs:
+        return "top_k", (f"top_k {options['top_k']} exceeds the {n * outputs} eigenvectors of the init NTK over "
+                         f"train ∪ test ((n_train + n_test) × outputs); use top_k <= {n * outputs}")
+    return None
+
+
+def _nad_count_fits(options: dict, given: frozenset, run: RunSpec) -> tuple[str, str] | None:
+    """count ≤ the input dimension: there are as many NADs as input coordinates."""
+    if run.data.shape is None:
+        return None
+    d = math.prod(run.data.shape)
+    if options["count"] > d:
+        return "count", (f"count {options['count']} exceeds the {d} NADs of inputs of shape {list(run.data.shape)} "
+                         f"(one per input coordinate); use count <= {d}")
+    return None
+
+
 MEASUREMENTS = [
     Measurement("loss", "checkpoint", "training loss on the full training set (un-batched): mse L = (1/2P) Σ_μ "
                 "|f(x_μ) − y_μ|² (silent-alignment Sec. 3), bce the mean of log(1 + e^{−y f}) on one logit",
@@ -111,10 +173,12 @@ MEASUREMENTS = [
                 lambda r: req.needs_test(r) or req.needs_classes(r), kernel_models=True, where_applicable=True),
     Measurement("kernel_norm", "checkpoint", "Frobenius norm ‖K‖_F of the train NTK Gram K over (example, output) "
                 "pairs, K = J Jᵀ with J = ∂f/∂θ (silent-alignment Fig. 1)",
-                (_series("kernel_norm", "‖K‖_F"),), checkpoint.gram_norm, kernel_models=True),
+                (_series("kernel_norm", "‖K‖_F"),), checkpoint.gram_norm, kernel_models=True,
+                gram_points=_train_gram),
     Measurement("alignment", "checkpoint", "kernel alignment A = yᵀKy / (‖K‖_F ‖y‖²) of the train NTK Gram with "
                 "the targets (Cortes et al. 2012; kernel-alignment Eq. 2); 1 iff K ∝ yyᵀ",
-                (_series("alignment", "kernel alignment A(t)"),), checkpoint.gram_alignment, kernel_models=True),
+                (_series("alignment", "kernel alignment A(t)"),), checkpoint.gram_alignment, kernel_models=True,
+                gram_points=_train_gram),
     Measurement("first_layer_alignment", "checkpoint", "cos(W₁ᵀW₁, ββᵀ) = βᵀW₁ᵀW₁β / (‖W₁ᵀW₁‖_F |β|²) with β the "
                 "least-squares (teacher) direction (silent-alignment Fig. 3b, E.1c); 1 when W₁ is rank one along β",
                 (_series("first_layer_alignment", "cos(W₁ᵀW₁, ββᵀ)"),), checkpoint.layer_one_alignment,
@@ -190,7 +254,7 @@ MEASUREMENTS = [
                 final.predictors, req.needs_test,
                 options=(Option("ridge", float, 0.0, "ridge λ relative to the mean kernel diagonal", 0.0),
                          Option("rcond", float, 1e-10, "eigenvalue cutoff relative to λ_max", 0.0, 1.0,
-                                open_low=True, open_high=True))),
+                                open_low=True, open_high=True)), gram_points=_train_and_test_gram),
     Measurement("input_spectrum", "final", "nonzero eigenvalues (above 1e-10 λ_max) of XᵀX/P of the (whitened) "
                 "training inputs, descending (silent-alignment Fig. 4a)",
                 (Variable("input_spectrum", "eigenvalue of XᵀX/P", ("spectrum_index",)),), final.input_spectrum, kernel_models=True),
@@ -234,7 +298,8 @@ MEASUREMENTS = [
                 (Variable("alignment_theory", "final alignment (linear-net theory)", theory_of="alignment"),),
                 final.alignment_theory, req.needs_scalar_output, architectures=MLP_ONLY, where_applicable=True,
                 assumptions="a deep linear net trained to convergence from small init (activation linear); computed "
-                            "for every one-output MLP run, NaN for several outputs; compare only where it applies"),
+                            "for every one-output MLP run, NaN for several outputs; compare only where it applies",
+                gram_points=_train_gram),
     Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories and targets s_k",
                 (_series("mode_strength_theory", "mode strength (theory)", "mode", theory_of="mode_strength",
                          description="each target mode k follows ċ = L c^{2−2/L}(s_k − c) (Saxe et al. 2014; "
@@ -252,7 +317,8 @@ MEASUREMENTS = [
                 (_series("energy_concentration", "energy concentration ‖Φ_Kᵀy‖/‖y‖"),), checkpoint.energy,
                 options=(Option("top_k", int, 50, "eigenvectors K", 1),
                          Option("subset", int, 500, "training points in the Gram (the first n)", 2),
-                         Option("every", int, 0, "also at every k-th checkpoint (0: init and end only)", 0)), kernel_models=True),
+                         Option("every", int, 0, "also at every k-th checkpoint (0: init and end only)", 0)),
+                kernel_models=True, check_options=_energy_options, gram_points=_subset_gram),
     Measurement("rotation", "final",
                 "α_T(φ_i)/α_0(φ_i) for the init eigenvectors i = 1…K, α_t(φ) = ‖J_tᵀφ‖² over train ∪ test "
                 "(linearized-networks Fig. 7), and the index where it peaks",
@@ -262,7 +328,8 @@ MEASUREMENTS = [
                  Variable("rotation_peak", "argmax_i α_T(φ_i)/α_0(φ_i)",
                           description="the eigenfunction index i (from 1) where α_T(φ_i)/α_0(φ_i) peaks")),
                 final.rotation, req.needs_eigen_labels, where_applicable=True,
-                options=(Option("top_k", int, 100, "eigenfunctions K (at most the stage's top_k)", 1),)),
+                options=(Option("top_k", int, 100, "eigenfunctions K (at most the stage's top_k)", 1),),
+                check_options=_rotation_options),
     Measurement("steps_to_threshold", "final", "first optimizer step at which the training loss reaches the "
                 "threshold, interpolated between checkpoints (linearized-networks Figs. 3, 13)",
                 (Variable("steps_to_threshold", "steps to training loss threshold", units="optimizer steps"),),
@@ -280,7 +347,8 @@ MEASUREMENTS = [
     Measurement("relative_kernel_change", "final",
                 "‖K_T − K_0‖_F / ‖K_0‖_F: relative change of the train NTK Gram from init to the end of training "
                 "(→ 0 in the kernel phase, O(1) with feature learning; solvable-model Sec. 3)",
-                (Variable("relative_kernel_change", "‖K_T − K_0‖_F / ‖K_0‖_F"),), final.relative_kernel_change),
+                (Variable("relative_kernel_change", "‖K_T − K_0‖_F / ‖K_0‖_F"),), final.relative_kernel_change,
+                gram_points=_train_gram),
     Measurement("nad_alignment", "final", "predicted alignment σ_j² of the NAD v_j the data is built on "
                 "(linearized-networks Theorem 1, Fig. 4 right)",
                 (Variable("nad_alignment", "σ_j² (predicted alignment)"),), final.nad_alignment, req.needs_nad_data,
@@ -294,7 +362,7 @@ MEASUREMENTS = [
                 "(linearized-networks Fig. 10)",
                 (Variable("nad_directions", "NAD v_j", ("nad", "row", "column", "channel")),),
                 final.nad_directions, req.needs_image_nad_data, where_applicable=True,
-                options=(Option("count", int, 10, "how many NADs", 1),)),
+                options=(Option("count", int, 10, "how many NADs", 1),), check_options=_nad_count_fits),
     Measurement("layer_alignment", "checkpoint", "layer alignment cos θ = u·w/(|u||w|), w = W n for the unit input "
                 "direction n, and |u|, |w| of a two-layer net (solvable-model Sec. 2.2–2.3, Fig. 1)",
                 (_series("layer_alignment", "layer alignment cos θ",
@@ -351,7 +419,7 @@ MEASUREMENTS = [
     Measurement("gamma_hat", "final", "γ̂: the OFE feature-learning rate whose final kernel K₀ + γ̂yyᵀ has the "
                 "network's final alignment (kernel-alignment Figs. 2C–D, 5B)",
                 (Variable("gamma_hat", "fitted feature-learning rate γ̂"),), final.gamma_hat,
-                req.needs_trained_weights, depends_on=("alignment",), where_applicable=True),
+                req.needs_trained_weights, depends_on=("alignment",), where_applicable=True, gram_points=_train_gram),
     Measurement("ofe", "final", "the optimal-feature-evolution run's γ (γ̂ for ofe_fit), the max relative drift "
                 "‖C(t) − C(0)‖_F/‖C(0)‖_F of C = γΔΔᵀ + K, and A(K∞, y) with K∞ = γyyᵀ + K₀ (Eqs. 6–7, 35)",
                 (Variable("ofe_gamma", "OFE feature-learning rate γ",
@@ -368,7 +436,8 @@ MEASUREMENTS = [
                 "A(K_tr, YYᵀ) = ⟨K_tr, Σ_d y_d y_dᵀ⟩_F / (‖K_tr‖_F ‖YYᵀ‖_F) of the traced kernel K_tr = C⁻¹ Σ_c K^{c,c} "
                 "(kernel-alignment Sec. 4.3); NaN at checkpoints it skips",
                 (_series("traced_alignment", "traced-kernel alignment A(K_tr, YYᵀ)"),),
-                checkpoint.traced_kernel_alignment, options=(_subset(0), _EVERY)),
+                checkpoint.traced_kernel_alignment, options=(_subset(0), _EVERY),
+                check_options=_subset_fits, gram_points=_subset_gram),
     Measurement("kernel_specialization", "final",
                 "kernel specialization matrix KSM(c, d) (kernel-alignment Eq. 9, Fig. 3) at the end and at init, "
                 "and its mean diagonal over mean off-diagonal entry",
@@ -380,7 +449,8 @@ MEASUREMENTS = [
                  Variable("ksm_diagonal_ratio", "KSM mean diagonal / mean off-diagonal",
                           description="the final KSM's mean diagonal over its mean off-diagonal entry "
                                       "(> 1: kernel specialization; kernel-alignment Fig. 3)")),
-                final.kernel_specialization, req.needs_several_outputs, options=(_subset(300),)),
+                final.kernel_specialization, req.needs_several_outputs, options=(_subset(300),),
+                check_options=_subset_fits, gram_points=_subset_gram),
     Measurement("kernel_components", "checkpoint",
                 "readout (K_V) and hidden (K_W) NTK components along each target, y_dᵀK^{c,c}y_d/|y_d|², and "
                 "their traces tr K^{c,c}/P, on a fixed training subset (kernel-alignment Figs. 6–7; NaN at "
@@ -397,7 +467,8 @@ MEASUREMENTS = [
                          description="tr K_W^{c,c}/P, the hidden component's mean diagonal per output c (kernel-alignment Sec. 6)"),
                  _series("subset_outputs", "f_c(x_μ) on the subset", "train_point", "output",
                          description="the network's outputs f_c(x_μ) on the subset's training points (Eq. 16 integrates them)")),
-                checkpoint.kernel_components, architectures=WITH_READOUT, options=(_subset(0), _EVERY)),
+                checkpoint.kernel_components, architectures=WITH_READOUT, options=(_subset(0), _EVERY),
+                check_options=_subset_fits, gram_points=_subset_gram),
     Measurement("component_growth", "final",
                 "growth of K_V and K_W along own (c = d) and other (c ≠ d) targets and its ratios: K_V along y vs "
                 "its trace (≈ P/2, Eq. 16), K_W along y vs its trace (≈ 1), own vs other growth (K_W ≈ 2, Eq. 21; "

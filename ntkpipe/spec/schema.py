@@ -87,6 +87,15 @@ IMAGE_CLASSES = 10
 SYNTHETIC_SOURCES = ("linear_teacher", "random_labels", "gaussian_mixture")
 
 
+SOURCE_FIELDS = {"dim": SYNTHETIC_SOURCES, "inputs": ("linear_teacher",), "teachers": ("linear_teacher",),
+                 "teacher_scale": ("linear_teacher",), "clusters": ("gaussian_mixture",),
+                 "noise": ("gaussian_mixture", "nad"), "shape": ("nad",), "directions": ("nad",), "margin": ("nad",),
+                 "half_margin": ("nad",), "image_size": IMAGE_SOURCES, "classes": IMAGE_SOURCES,
+                 "path": ("mnist", "cifar10"), "grayscale": ("cifar10",)}
+"""The data keys that only some sources take; every other key (n_train, n_test, seed, gamma, labels)
+applies to all of them."""
+
+
 class DataSpec(Strict):
     """Inputs and targets.
 
@@ -147,14 +156,9 @@ class DataSpec(Strict):
     @model_validator(mode="after")
     def _source_fields(self):
         images = self.source in IMAGE_SOURCES
-        teacher, mixture = self.source == "linear_teacher", self.source == "gaussian_mixture"
-        only = {"dim": self.source in SYNTHETIC_SOURCES, "inputs": teacher, "teachers": teacher,
-                "teacher_scale": teacher, "clusters": mixture, "noise": mixture or self.source == "nad",
-                "shape": self.source == "nad", "directions": self.source == "nad", "margin": self.source == "nad",
-                "half_margin": self.source == "nad", "image_size": images, "classes": images,
-                "path": self.source in ("mnist", "cifar10"), "grayscale": self.source == "cifar10"}
-        for key, allowed in only.items():
-            if not allowed and getattr(self, key) != type(self).model_fields[key].default:
+        mixture = self.source == "gaussian_mixture"
+        for key, sources in SOURCE_FIELDS.items():
+            if self.source not in sources and getattr(self, key) != type(self).model_fields[key].default:
                 raise CrossKeyError(f"'{key}' does not apply to source {self.source!r}; remove it", (key,))
         if self.source in SYNTHETIC_SOURCES and self.dim is None:
             raise ValueError(f"source {self.source!r} needs 'dim' (the input dimension D)")

@@ -35,7 +35,8 @@ class StageKind:
             → the config slice that the stage's id hashes.
         reads_run_data: whether the stage reads the run's data, and so the stages that provide it.
         job: (StageJob, output path) → output path.
-        check: (stage spec, run) → problems of that run with this stage.
+        check: (stage name, stage spec, run) → problems of that run with this stage, as (key path
+            in the spec, message): the stage's options against the run's data and what the run reads.
     """
 
     compute: str
@@ -44,7 +45,7 @@ class StageKind:
     job: Callable[[StageJob, Path], Path]
     reads_run_data: bool = True
     upstream: Callable[..., dict[str, tuple[str, str]]] = lambda spec: {}
-    check: Callable[..., list[str]] = lambda spec, run: []
+    check: Callable[..., list[tuple[tuple, str]]] = lambda name, spec, run: []
 
 
 def _gram_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
@@ -55,12 +56,26 @@ def _eigen_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
     return {"gram": upstream["gram"], "top_k": spec.top_k}
 
 
-def _eigen_check(spec, run: RunSpec) -> list[str]:
+def _eigen_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
+    """top_k ≤ the Gram's rows (n_train + n_test) × outputs; the label index and rotation's top_k
+    ≤ the eigenpairs the stage keeps."""
     n_all = (run.data.n_train + run.data.n_test) * output_count(run.data)
-    limit = min(n_all, spec.top_k or n_all)
+    if spec.top_k is not None and spec.top_k > n_all:
+        return [(("stages", name, "top_k"), f"top_k {spec.top_k} exceeds the {n_all} eigenpairs of the Gram over "
+                 f"train ∪ test ((n_train {run.data.n_train} + n_test {run.data.n_test}) × {output_count(run.data)} "
+                 f"output(s)); use top_k <= {n_all} or null (all)")]
+    limit, kept = min(n_all, spec.top_k or n_all), "its top_k" if spec.top_k else "(n_train + n_test) × outputs"
+    problems = []
     j = run.data.labels.eigen_index
-    return [f"data.labels.eigen_index {j} exceeds the {limit} eigenvectors of the stage (its top_k, or "
-            "(n_train + n_test) × outputs)"] if j is not None and j > limit else []
+    if j is not None and j > limit:
+        problems.append((("data", "labels"), f"data.labels.eigen_index {j} exceeds the {limit} "
+                         f"eigenvectors of stage {name!r} ({kept})"))
+    for i, item in enumerate(run.measure):
+        if item.name == "rotation" and item.options["top_k"] > limit:
+            problems.append((("measure", i, "top_k"), f"rotation: top_k {item.options['top_k']} exceeds the {limit} "
+                             f"eigenpairs stage {name!r} keeps ({kept}); use top_k <= {limit} or raise the stage's "
+                             "top_k"))
+    return problems
 
 
 def _nad_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
@@ -69,10 +84,16 @@ def _nad_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
             **options}
 
 
-def _nad_check(spec, run: RunSpec) -> list[str]:
+def _nad_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
+    """The NAD index and the Stein check's vectors ≤ the input dimension (one NAD per coordinate)."""
     d = math.prod(run.data.shape)
     j = run.data.directions.nad_index
-    return [f"data.directions.nad_index {j} exceeds the input dimension {d} of data.shape"] if j > d else []
+    problems = [(("data", "directions"), f"data.directions.nad_index {j} exceeds the input dimension {d} of "
+                 "data.shape")] if j > d else []
+    if spec.stein_vectors > d:
+        problems.append((("stages", name, "stein_vectors"), f"stein_vectors {spec.stein_vectors} exceeds the {d} "
+                         f"NADs of inputs of shape {list(run.data.shape)}; use stein_vectors <= {d}"))
+    return problems
 
 
 def _pretrain_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
@@ -81,11 +102,13 @@ def _pretrain_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> di
             "outputs": output_count(run.data)}
 
 
-def _pretrain_check(spec, run: RunSpec) -> list[str]:
+def _pretrain_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
     if run.train.epochs is None:
-        return ["a 'pretrain' origin stores θ_k per epoch: give train.epochs (not steps or max_time)"]
+        return [(("model", "origin"), "a 'pretrain' origin stores θ_k per epoch: give train.epochs (not steps or "
+                 "max_time)")]
     k = run.model.origin.epochs
-    return [f"model.origin.epochs {k} exceeds train.epochs {run.train.epochs}"] if k > run.train.epochs else []
+    return [(("model", "origin"), f"model.origin.epochs {k} exceeds train.epochs {run.train.epochs}")] \
+        if k > run.train.epochs else []
 
 
 STAGES: dict[str, StageKind] = {

@@ -41,7 +41,8 @@ def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict] | No
                    scalings: list | None = None, data_files: bool = True) -> list[Problem]:
     if points is None:
         return _measure_problems(spec, [], []) + _summary_problems(spec, None, [], []) + _figure_problems(spec, None)
-    return (_measure_problems(spec, runs, points) + _reference_problems(spec, runs) + _stage_problems(spec, runs)
+    return (_measure_problems(spec, runs, points) + _reference_problems(spec, runs)
+            + _stage_problems(spec, runs, points) + _network_problems(runs, points)
             + _summary_problems(spec, points, runs, scalings or [None] * len(runs))
             + _figure_problems(spec, points) + (_data_file_problems(runs) if data_files else []))
 
@@ -84,13 +85,18 @@ def _measure_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) 
             problems.append((where, f"measurement {item.name!r} is listed twice"))
         m = REGISTRY[item.name]
         declared = {o.name: o for o in m.options}
+        options_valid = True
         for option, value in item.options.items():
             if option not in declared:
                 known = "; ".join(o.describe() for o in m.options) or "none"
                 problems.append((where + (option,), f"option {option!r} does not apply to {item.name!r}"
                                  f"{suggest(option, declared)} (its options: {known})"))
+                options_valid = False
             elif (why := declared[option].problem(value)) is not None:
                 problems.append((where + (option,), f"{item.name}: {why}"))
+                options_valid = False
+        if options_valid:
+            problems += _option_fit_problems(m, item, where, runs, points)
         for dep in m.depends_on:
             if dep not in names:
                 problems.append((where, f"{item.name} is computed from {dep!r}: add {dep} to measure"))
@@ -103,6 +109,71 @@ def _measure_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) 
     return problems
 
 
+def _at(point: dict) -> str:
+    return f" (sweep point {point})" if point else ""
+
+
+def _option_fit_problems(m, item: MeasureItem, where: tuple, runs: list[RunSpec], points: list[dict]) -> list[Problem]:
+    """The measurement's options against each run's data (its ``check_options``), reported at the
+    first sweep point that breaks them."""
+    given = frozenset(item.options)
+    for run, point in zip(runs, points):
+        if m.unmet(run):
+            continue
+        options = next(x.options for x in run.measure if x.name == item.name)
+        if (found := m.check_options(options, given, run)) is not None:
+            option, message = found
+            return [(where + ((option,) if option in given else ()), f"{item.name}: {message}{_at(point)}")]
+    return []
+
+
+def _network_problems(runs: list[RunSpec], points: list[dict]) -> list[Problem]:
+    """The architecture takes the data's inputs: a CNN needs images (H, W, channels) large enough for
+    its convolutions and pools (an MLP flattens anything); checked by building the network abstractly."""
+    from ntkpipe.resources import input_shape, parameter_count
+
+    for run, point in zip(runs, points):
+        try:
+            parameter_count(run)
+        except ValueError as err:
+            shape, source = input_shape(run.data), run.data.source
+            if run.model.architecture == "cnn" and len(shape) != 3:
+                why = (f"a cnn needs image inputs (H, W, channels); data.source {source!r} gives inputs of shape "
+                       f"{shape}: use an image source (digits, mnist, cifar10, or nad with a shape [H, W, channels]) "
+                       "or model.architecture mlp (it flattens any input)")
+            elif run.model.architecture == "cnn":
+                why = (f"the conv layers and pools of this cnn shrink the inputs of shape {shape} (data.source "
+                       f"{source!r}) to nothing (each pool divides H and W by its pool_size, a VALID conv takes "
+                       "kernel_size − 1): use larger images (data.image_size) or fewer or smaller pools")
+            else:
+                why = f"{err} (data.source {source!r}, inputs of shape {shape})"
+            return [(("model", "architecture"), why + _at(point))]
+    return []
+
+
+def memory_problems(runs: list[RunSpec], points: list[dict], limit: int) -> list[Problem]:
+    """Runs one of whose jobs needs more memory than ``limit`` bytes (:func:`ntkpipe.resources.peak_memory_mb`,
+    from the jobs' ``mem_mb``): the largest with its sweep point, the estimate and the fixes."""
+    from ntkpipe.resources import MEMORY_LIMIT_ENV, MIB, human_bytes, peak_memory_mb
+
+    need = []
+    for run, point in zip(runs, points):
+        try:
+            need.append((peak_memory_mb(run) * MIB, point))
+        except ValueError:
+            continue  # a network that does not take the data: reported by _network_problems
+    over = [(n, point) for n, point in need if n > limit]
+    if not over:
+        return []
+    largest, point = max(over, key=lambda item: item[0])
+    others = f"; {len(over) - 1} more run(s) are over it" if len(over) > 1 else ""
+    return [(("model",), f"a run{_at(point)} would need about {human_bytes(largest)} of memory (parameters, optimizer "
+             f"state, NTK Grams), more than the {human_bytes(limit)} a job may use on this machine{others}: use a "
+             f"smaller model.width or fewer data points, or run it on a bigger node and say how much memory a job "
+             f"may use there ({MEMORY_LIMIT_ENV}=512G); snakemake --config memory_check=0 or ntkpipe validate "
+             f"--no-memory-check skips this check")]
+
+
 def _reference_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
     """A kernel kind that reads its trained network (``akgd``: its final ‖K‖, ``ofe_fit``: its final
     alignment) needs that measurement in ``measure`` (the network run shares the study's list)."""
@@ -113,10 +184,12 @@ def _reference_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
             for kind in kinds if REFERENCE_KINDS[kind] not in names]
 
 
-def _stage_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
+def _stage_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) -> list[Problem]:
     """Every stage a stage reads exists and is of the kind it needs; every stage a run names
-    exists and provides what the run reads it for, and passes its kind's checks; every stage is used."""
+    exists and provides what the run reads it for, and passes its kind's checks (at the first sweep
+    point that fails each); every stage is used."""
     problems: list[Problem] = []
+    checked: dict[tuple, tuple[str, dict]] = {}  # a key path → its first problem and sweep point
     for name, stage in spec.stages.items():
         for role, (other, compute) in STAGES[stage.compute].upstream(stage).items():
             found = spec.stages.get(other)
@@ -125,7 +198,7 @@ def _stage_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
                 problems.append((("stages", name, role if role in type(stage).model_fields else "input"),
                                  f"{other!r} is not a {compute!r} stage{suggest(other, choices)}"))
     used: set[str] = set()
-    for run in runs:
+    for run, point in zip(runs, points):
         for provides, section in REFERENCES.items():
             node = run
             for key in section:
@@ -147,7 +220,9 @@ def _stage_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
                 continue
             used.add(name)
             used.update(other for other, _ in kind.upstream(stage).values())
-            problems.extend((where[:-1], p) for p in kind.check(stage, run))
+            for at, message in kind.check(name, stage, run):
+                checked.setdefault(at, (message, point))
+    problems += [(at, message + _at(point)) for at, (message, point) in checked.items()]
     for name in spec.stages:
         if name not in used and not problems:
             problems.append((("stages", name), f"stage {name!r} is not used by any run; remove it or name it "

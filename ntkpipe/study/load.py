@@ -21,7 +21,7 @@ from ntkpipe.study.size import run_count, run_limit, too_many_runs
 from ntkpipe.spec import scaling as scale
 from ntkpipe.spec.axes import AXES, suggest
 from ntkpipe.spec.paths import get_path, set_path
-from ntkpipe.spec.schema import CrossKeyError, RunSpec, ScalingSpec, StudySpec
+from ntkpipe.spec.schema import SOURCE_FIELDS, CrossKeyError, RunSpec, ScalingSpec, StudySpec
 from ntkpipe.spec.sweep import (SweepError, axis_values, case_overrides, check_unique, expand, fill_unset_axes,
                                 to_dimensions)
 from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
@@ -64,11 +64,12 @@ def variant_names(path: str | Path) -> list[str]:
 
 
 def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, max_runs: int | str | None = None, *,
-               data_files: bool = True) -> Study:
+               data_files: bool = True, memory_limit: int | None = None) -> Study:
     """Validate ``path`` for ``variant``; raise SpecError listing every problem found. A study of more
     than ``max_runs`` runs (default: :func:`~ntkpipe.study.size.run_limit`) is refused before its
     sweep is expanded. Without ``data_files`` the local MNIST/CIFAR-10 files are not checked (enough
-    to plan run ids)."""
+    to plan run ids). With ``memory_limit`` (bytes), a run whose job's estimated memory exceeds it is
+    a problem (:func:`~ntkpipe.study.checks.memory_problems`)."""
     path = Path(path)
     limit = run_limit(max_runs)
     if not path.is_file():
@@ -84,6 +85,7 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, max_runs: int |
     if not isinstance(raw, dict):
         raise SpecError(str(path), ["line 1: (top level): the file must be a mapping of study keys (data, model, "
                                     "train, ...)"])
+    raw = {key: value for key, value in raw.items() if not is_extension_key(key)}
     problems = _file_name_problems(path)
     merged, where = _merge_variant(raw, lines, variant, problems)
     declared = raw.get("variants")
@@ -108,9 +110,20 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, max_runs: int |
             problems.append(f"{where(('sweep',))}: {err}")
             valid_points = None
     problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings, data_files)]
+    if memory_limit is not None and not problems:
+        problems += [f"{where(key_path)}: {msg}"
+                     for key_path, msg in checks.memory_problems(runs, valid_points, memory_limit)]
     if problems:
         raise SpecError(str(path), _by_line(problems))
     return Study(path.stem, variant, path, spec, valid_points, runs, axis_keys, scalings)
+
+
+EXTENSION_PREFIX = "x-"
+
+
+def is_extension_key(key) -> bool:
+    """Top-level ``x-…`` keys (as in Compose files) are ignored: a place for YAML anchors used elsewhere."""
+    return isinstance(key, str) and key.startswith(EXTENSION_PREFIX)
 
 
 def _file_name_problems(path: Path) -> list[str]:
@@ -212,12 +225,20 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 def merge_overrides(base: dict, override: dict) -> dict:
     """``deep_merge`` for spec overrides (variants, cases), except that an override that names
-    another ``model.architecture`` replaces the whole model section (fields differ between them)."""
-    model = override.get("model")
+    another ``model.architecture`` replaces the whole model section (fields differ between them),
+    and one that names another ``data.source`` first drops the data keys that source does not take
+    (``dim`` for images, ``classes`` for synthetic data, …: :data:`~ntkpipe.spec.schema.SOURCE_FIELDS`)."""
+    replaced = {}
+    model, data = override.get("model"), override.get("data")
     if isinstance(model, dict) and isinstance(base.get("model"), dict):
         if "architecture" in model and model["architecture"] != base["model"].get("architecture", "mlp"):
-            return {**deep_merge(base, {k: v for k, v in override.items() if k != "model"}), "model": copy.deepcopy(model)}
-    return deep_merge(base, override)
+            replaced["model"] = copy.deepcopy(model)
+    if isinstance(data, dict) and isinstance(base.get("data"), dict):
+        if "source" in data and data["source"] != base["data"].get("source"):
+            kept = {k: v for k, v in base["data"].items()
+                    if k not in SOURCE_FIELDS or data["source"] in SOURCE_FIELDS[k]}
+            replaced["data"] = deep_merge(kept, data)
+    return {**deep_merge(base, {k: v for k, v in override.items() if k not in replaced}), **replaced}
 
 
 def _merge_variant(raw: dict, lines: dict[KeyPath, int], variant: str, problems: list[str]):
