@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from ntkpipe.layout import RUN
 from ntkpipe.spec.axes import dimension
@@ -16,11 +17,14 @@ from ntkpipe.study.plan import StudyPlan
 
 
 def summary_table(plan: StudyPlan) -> pd.DataFrame:
-    """One row per sweep point without ``seed`` (in sweep order; one row without a sweep), the mean
-    over seeds of every numeric variable that has one value per run (NaN values, e.g. of diverged
-    runs, skipped), timings (``seconds_*``) left out."""
-    ds = read_store(plan.dataset_path)
-    axes = [dimension(a) for a in plan.study.axes]
+    """:func:`sweep_table` of ``plan``'s study dataset."""
+    return sweep_table(read_store(plan.dataset_path), [dimension(a) for a in plan.study.axes])
+
+
+def sweep_table(ds: xr.Dataset, axes: list[str]) -> pd.DataFrame:
+    """One row per sweep point of ``ds`` without ``seed`` (in sweep order; one row without sweep
+    ``axes``), the mean over seeds of every numeric variable that has one value per run (NaN values,
+    e.g. of diverged runs, skipped), timings (``seconds_*``) left out."""
     per_run = set(axes) | {RUN}
     names = [n for n, v in ds.data_vars.items()
              if set(v.dims) <= per_run and np.issubdtype(v.dtype, np.number) and not n.startswith("seconds_")]

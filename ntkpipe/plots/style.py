@@ -21,6 +21,7 @@ import xarray as xr
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
+from ntkpipe.layout import sub_grid
 from ntkpipe.measure.registry import VARIABLES
 
 AXIS_LABELS = {
@@ -126,6 +127,7 @@ def diverged_runs(ds: xr.Dataset, shown: int = 3) -> str | None:
     diverged, total = run_counts(ds)
     if not diverged:
         return None
+    ds = sub_grid(ds)  # the runs by their axes' values (either layout)
     present = ds["run_id"] != "" if "run_id" in ds else True
     flags = (ds["diverged"] > 0) & present
     runs = [", ".join(f"{AXIS_SYMBOLS.get(d, d)}={_value(ds[d].values[i])}" for d, i in zip(flags.dims, index))
