@@ -512,6 +512,9 @@ def test_log_ticks_and_hue_labels_write_integers_as_integers():
     ds = xr.Dataset({"t_half": ("width", 1.0 / width)}, coords={"width": width.astype(float)})
     fig = draw_quietly(ds, figure_spec("w", {"kind": "sweep", "x": "width", "y": "t_half", "logx": True}))
     assert drawn_labels(fig.axes[0].xaxis) == ["1", "8", "64", "512", "2048"]
+    ds = xr.Dataset({"t_half": ("act", [1.0, 2.0])}, coords={"act": ["linear", "relu"]})
+    fig = draw_quietly(ds, figure_spec("a", {"kind": "sweep", "x": "act", "y": "t_half", "logx": True}))
+    assert drawn_labels(fig.axes[0].xaxis) == ["linear", "relu"]  # labels have no log scale: both drawn
     assert [hue_label("width", np.float64(2048.0)), hue_label("sigma", 0.25), hue_label("lr", 0.01),
             hue_label("lr", 3e-6), hue_label("lr", 1e-7), hue_label("sigma", 1 / 3)] == [
         "N = 2048", "σ = 0.25", "η = 0.01", "η = 3×10⁻⁶", "η = 10⁻⁷", "σ = 0.333"]

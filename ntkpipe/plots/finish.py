@@ -26,7 +26,7 @@ from ntkpipe.plots.style import PLAIN, diverged_runs, number, power_of_ten
 LEGEND = {"fontsize": 8, "frameon": False}
 MARKERS = ["s", "^", "D", "v", "P", "X", "o"]
 LAYOUT_SLACK = 3.0  # lines are compared before the layout sizes the axes: a wider tolerance than the check's
-DECADES = 4  # a log axis spanning more decades is labelled in powers of ten
+DECADES = 5  # a log axis spanning more decades (margins included) is labelled in powers of ten
 
 
 def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 11) -> Figure:

@@ -48,7 +48,7 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
     x_values = axis_values(ds, spec.x)
     fig, axes = new_figure(1, 1, width=5.4, height=4.1)
     ax = axes[0, 0]
-    ax.set_xscale("log" if spec.logx else "linear")
+    ax.set_xscale("log" if spec.logx and is_numeric(x_values) else "linear")  # labels sit at 0, 1, …
     ax.set_yscale("log" if spec.logy else "linear")
     for color, h in zip(hue_colors(hues), hues):
         sub = sub_grid(ds, {spec.hue: h} if spec.hue else None)
