@@ -333,8 +333,9 @@ def single_run_datasets() -> dict[str, tuple[xr.Dataset, dict]]:
         "matrix": (xr.Dataset({"ksm": (("output", "target"), rng.random((3, 3))), **one},
                               coords={"output": [0, 1, 2], "target": [0, 1, 2]}),
                    {"kind": "matrix", "variable": "ksm"}),
-        "images": (xr.Dataset({"nad_directions": (("nad", "row", "column", "channel"), rng.standard_normal((4, 6, 6, 1))),
-                               **one}), {"kind": "images", "variable": "nad_directions", "count": 4}),
+        "images": (xr.Dataset({"nad_directions": (("nad", "row", "column", "channel"),
+                                                  rng.standard_normal((4, 6, 6, 1))), **one}),
+                   {"kind": "images", "variable": "nad_directions", "count": 4}),
     }
 
 
@@ -363,7 +364,8 @@ def test_every_figure_kind_draws_a_study_without_a_sweep(tmp_path):
         assert figure_defects(fig) == [] and empty_texts(fig) == [], kind
         assert save(fig, tmp_path / f"{kind}.png").stat().st_size > 0
     ds, settings = cases["sweep"]
-    (line,) = [line for line in draw_quietly(ds, figure_spec("s", settings)).axes[0].get_lines() if line.get_marker() == "o"]
+    lines = draw_quietly(ds, figure_spec("s", settings)).axes[0].get_lines()
+    (line,) = [line for line in lines if line.get_marker() == "o"]
     np.testing.assert_array_equal(line.get_xydata(), [[1, 4.0], [2, 1.0], [3, 0.25]])
     ds, settings = cases["time_series"]
     loss_panel = draw_quietly(ds, figure_spec("t", settings)).axes[0]
@@ -507,7 +509,7 @@ def test_log_ticks_and_hue_labels_write_integers_as_integers():
     finish_figure(fig, "ticks")
     draw(fig)
     assert drawn_labels(ax.xaxis) == ["1", "10", "100", "1000"]  # not 10⁰ … 10³, nor 2.05e+03
-    assert drawn_labels(ax.yaxis) == ["10⁻⁶", "10⁻⁵", "10⁻⁴", "10⁻³", "10⁻²", "10⁻¹", "10⁰"]  # six decades
+    assert drawn_labels(ax.yaxis) == ["10⁻⁶", "10⁻⁵", "10⁻⁴", "10⁻³", "10⁻²", "10⁻¹", "10⁰"]  # 6 decades
     width = np.array([1, 8, 64, 512, 2048])
     ds = xr.Dataset({"t_half": ("width", 1.0 / width)}, coords={"width": width.astype(float)})
     fig = draw_quietly(ds, figure_spec("w", {"kind": "sweep", "x": "width", "y": "t_half", "logx": True}))

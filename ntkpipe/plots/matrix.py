@@ -5,8 +5,9 @@ Figs. 3A–B, 4D), whose diagonal stands out when each output's kernel specializ
 The variable's own dims follow the sweep axes (as in every study dataset); the first is drawn down
 the rows, the second across the columns. Everything else (e.g. seeds) is averaged after ``where``;
 a series is taken at its last finite time; diverged runs are left out (and counted in the panel's
-title; a panel without a finite cell says why). One panel per value of ``col``, one colour scale and colour bar for all panels, each cell
-annotated with its value in black or white, whichever reads better on the cell's colour.
+title; a panel without a finite cell says why). One panel per value of ``col``, one colour scale
+and colour bar for all panels, each cell annotated with its value in black or white, whichever
+reads better on the cell's colour.
 """
 
 from __future__ import annotations

@@ -56,7 +56,13 @@ def hue_label(axis_name: str, value) -> str:
     """``σ = 0.25``, ``N = 2048``; a label (a case, a model kind) as it is."""
     if isinstance(value, str):
         return value
-    return f"{AXIS_SYMBOLS.get(axis_name, axis_name)} = {number(value)}"
+    return f"{AXIS_SYMBOLS.get(axis_name, axis_name)} = {value_text(value)}"
+
+
+def value_text(value) -> str:
+    """A coordinate's value as labels show it: a number by :func:`number`, else (a label, a
+    boolean) as it is."""
+    return number(value) if is_numeric([value]) else str(value)
 
 
 PLAIN = (1e-4, 1e6)
@@ -130,14 +136,10 @@ def diverged_runs(ds: xr.Dataset, shown: int = 3) -> str | None:
     ds = sub_grid(ds)  # the runs by their axes' values (either layout)
     present = ds["run_id"] != "" if "run_id" in ds else True
     flags = (ds["diverged"] > 0) & present
-    runs = [", ".join(f"{AXIS_SYMBOLS.get(d, d)}={_value(ds[d].values[i])}" for d, i in zip(flags.dims, index))
+    runs = [", ".join(f"{AXIS_SYMBOLS.get(d, d)}={value_text(ds[d].values[i])}" for d, i in zip(flags.dims, index))
             for index in np.argwhere(flags.values)]
     which = "; ".join(runs[:shown]) + ("; …" if len(runs) > shown else "")
     return f"{diverged} of {total} runs diverged" + (f": {which}" if which else "")
-
-
-def _value(value) -> str:
-    return value if isinstance(value, str) else number(value)
 
 
 def drawable(ax, x, y) -> np.ndarray:
