@@ -33,7 +33,13 @@ def figure_caption(plan: StudyPlan, name: str) -> str:
     return "\n\n".join(lines + [_study_line(plan)])
 
 
+def table_rows(plan: StudyPlan) -> int:
+    """The rows of the study table: its sweep points without ``seed`` (1 without a sweep)."""
+    return len({tuple(v for a, v in point.items() if a != "seed") for point in plan.study.points})
+
+
 def table_caption(plan: StudyPlan) -> str:
-    """What the study table holds, and the study."""
+    """What the study table holds, how many rows, and the study."""
+    rows = table_rows(plan)
     return (f"Every scalar variable of the study dataset averaged over seeds at each sweep point "
-            f"(at most 50 rows).\n\n{_study_line(plan)}")
+            f"({rows} row{'s' if rows != 1 else ''}).\n\n{_study_line(plan)}")

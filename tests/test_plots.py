@@ -3,6 +3,8 @@ figure checks (``plots.checks``) find each defect they name and none in any figu
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -12,13 +14,16 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from pydantic import TypeAdapter
 
+from ntkpipe.jobs.aggregate import aggregate_study
+from ntkpipe.jobs.plot import draw_figure, plot_figure
 from ntkpipe.plots import PLOTTERS
-from ntkpipe.plots.checks import draw, drawn_tick_labels, figure_defects, line_style
+from ntkpipe.plots.checks import EMPTY_PANEL, draw, drawn_tick_labels, figure_defects, legends, line_style
 from ntkpipe.plots.finish import (finish_figure, integer_ticks, separate_coincident_lines, thin_tick_labels,
                                   wrap_to)
-from ntkpipe.plots.style import new_figure, save
+from ntkpipe.plots.style import hue_label, new_figure, save
 from ntkpipe.spec.schema import FigureSpec, MatrixFigure, StudySpec
 from ntkpipe.spec.titles import figure_title
+from tests.conftest import run_study_jobs
 
 SIGMAS = [0.5, 1.0]
 
@@ -303,3 +308,215 @@ def test_every_shipped_figure_has_a_title_and_the_paper_figure_it_reproduces(rep
     for path in sorted((repo / "specs").glob("*.yaml")):
         for fig in yaml.safe_load(path.read_text())["figures"]:
             assert fig.get("title") and fig.get("reproduces"), f"{path.name}: figure {fig['name']}"
+
+
+# --- studies without a sweep, diverged runs, values a log axis cannot show ------------------------
+
+SIGMAS3 = [0.5, 1.0, 2.0]
+
+
+def single_run_datasets() -> dict[str, tuple[xr.Dataset, dict]]:
+    """One run (no sweep axis) for every figure kind, as the aggregation writes a study without a sweep."""
+    rng = np.random.default_rng(4)
+    time = np.geomspace(0.01, 10.0, 12)
+    one = {"diverged": 0, "run_id": "r0"}
+    return {
+        "sweep": (xr.Dataset({"input_spectrum": ("spectrum_index", [4.0, 1.0, 0.25]), **one},
+                             coords={"spectrum_index": [1, 2, 3]}),
+                  {"kind": "sweep", "x": "spectrum_index", "y": "input_spectrum", "logy": True}),
+        "time_series": (xr.Dataset({"loss": ("time", 1.0 / (1.0 + time)), "alignment": ("time", np.tanh(time)), **one},
+                                   coords={"time": time}),
+                        {"kind": "time_series", "variables": ["loss", "alignment"], "logy": ["loss"]}),
+        "scatter": (xr.Dataset({"prediction_network": ("test_point", rng.standard_normal(20)),
+                                "prediction_final_ntk": ("test_point", rng.standard_normal(20)), **one}),
+                    {"kind": "scatter", "x": "prediction_network", "y": ["prediction_final_ntk"]}),
+        "matrix": (xr.Dataset({"ksm": (("output", "target"), rng.random((3, 3))), **one},
+                              coords={"output": [0, 1, 2], "target": [0, 1, 2]}),
+                   {"kind": "matrix", "variable": "ksm"}),
+        "images": (xr.Dataset({"nad_directions": (("nad", "row", "column", "channel"),
+                                                  rng.standard_normal((4, 6, 6, 1))), **one}),
+                   {"kind": "images", "variable": "nad_directions", "count": 4}),
+    }
+
+
+def figure_spec(name: str, settings: dict):
+    return TypeAdapter(FigureSpec).validate_python({"name": name, **settings})
+
+
+def draw_quietly(ds: xr.Dataset, spec, title: str = "a study"):
+    """The figure of ``spec``, every warning (matplotlib's, numpy's) raised as an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = PLOTTERS[spec.kind](ds, spec, title)
+        draw(fig)
+    return fig
+
+
+def empty_texts(fig) -> list[str]:
+    return [" ".join(t.get_text().split()) for ax in fig.axes for t in ax.texts if t.get_gid() == EMPTY_PANEL]
+
+
+def test_every_figure_kind_draws_a_study_without_a_sweep(tmp_path):
+    cases = single_run_datasets()
+    assert {settings["kind"] for _, settings in cases.values()} == set(PLOTTERS)
+    for kind, (ds, settings) in cases.items():
+        fig = draw_quietly(ds, figure_spec(kind, settings))
+        assert figure_defects(fig) == [] and empty_texts(fig) == [], kind
+        assert save(fig, tmp_path / f"{kind}.png").stat().st_size > 0
+    ds, settings = cases["sweep"]
+    lines = draw_quietly(ds, figure_spec("s", settings)).axes[0].get_lines()
+    (line,) = [line for line in lines if line.get_marker() == "o"]
+    np.testing.assert_array_equal(line.get_xydata(), [[1, 4.0], [2, 1.0], [3, 0.25]])
+    ds, settings = cases["time_series"]
+    loss_panel = draw_quietly(ds, figure_spec("t", settings)).axes[0]
+    np.testing.assert_array_equal(loss_panel.get_lines()[0].get_ydata(), ds["loss"].values)
+
+
+def diverged_datasets() -> dict[str, tuple[xr.Dataset, dict]]:
+    """Every figure kind of a σ sweep whose 3 runs all diverged (every measurement NaN)."""
+    out = {}
+    for kind, (ds, settings) in single_run_datasets().items():
+        ds = ds.expand_dims(sigma=SIGMAS3).copy(deep=True)
+        ds["diverged"] = ("sigma", [1, 1, 1])
+        ds["run_id"] = ("sigma", ["a", "b", "c"])
+        for name, var in ds.data_vars.items():
+            if var.dtype.kind == "f":
+                ds[name] = var.where(False)
+        out[kind] = (ds, settings)
+    ds, settings = out["sweep"]
+    ds["t_half"] = ds["diverged"] * np.nan
+    out["sweep_sigma"] = (ds, {"kind": "sweep", "x": "sigma", "y": "t_half", "theory": "t_half",
+                               "logx": True, "logy": True})
+    out["time_series_col"] = (out["time_series"][0], {**out["time_series"][1], "col": "sigma"})
+    out["scatter"] = (out["scatter"][0], {**out["scatter"][1], "col": "sigma"})
+    out["images"] = (out["images"][0], {**out["images"][1], "rows": "sigma"})
+    out["sweep"] = (out["sweep"][0], {**out["sweep"][1], "hue": "sigma", "logx": True})
+    return out
+
+
+@pytest.mark.parametrize("case", list(diverged_datasets()))
+def test_every_figure_kind_says_why_it_is_empty_when_every_run_diverged(case, tmp_path):
+    ds, settings = diverged_datasets()[case]
+    fig = draw_quietly(ds, figure_spec(case, settings))
+    assert save(fig, tmp_path / f"{case}.png").stat().st_size > 0
+    assert figure_defects(fig) == []
+    log = settings["kind"] in ("sweep", "time_series")
+    what = "no finite positive values to draw on a log axis" if log else "no finite values to draw"
+    per_panel = settings.get("col") or settings.get("rows")
+    expected = ([f"{what} (1 of 1 runs diverged)"] * 3 if per_panel  # the panel's title names its σ
+                else [f"{what} (3 of 3 runs diverged: σ=0.5; σ=1; σ=2)"])
+    panels = {"time_series": 2, "time_series_col": 2}.get(case, 1)  # a text in each (loss, alignment) row
+    assert sorted(empty_texts(fig)) == sorted(expected * panels)
+
+
+def test_values_a_log_axis_cannot_show_are_left_out_without_warnings(tmp_path):
+    """A sweep with some means ≤ 0 and a loss that reaches 0 at time 0 (log time axis) and below:
+    the lines keep exactly the positive points, nothing warns, the figures are written."""
+    x = np.array([0.0, 0.5, 1.0, 2.0])
+    y = np.array([[-1.0, 0.5], [0.2, 0.4], [1.0, -2.0], [3.0, 0.0]])  # means -0.25, 0.3, -0.5, 1.5
+    time = np.array([0.0, 0.1, 1.0, 10.0])
+    ds = xr.Dataset({"t_half": (("gamma", "seed"), y), "loss": ("time", [1.0, 0.0, -0.5, 0.2])},
+                    coords={"gamma": x, "seed": [0, 1], "time": time})
+    fig = draw_quietly(ds, figure_spec("s", {"kind": "sweep", "x": "gamma", "y": "t_half", "logx": True, "logy": True}))
+    (mean,) = [line for line in fig.axes[0].get_lines() if line.get_marker() == "o"]
+    np.testing.assert_allclose(mean.get_xydata(), [[0.5, 0.3], [2.0, 1.5]])
+    runs = [line for line in fig.axes[0].get_lines() if line.get_marker() == "."][0]
+    np.testing.assert_allclose(runs.get_xydata(), [[0.5, 0.2], [0.5, 0.4], [1.0, 1.0], [2.0, 3.0]])
+    save(fig, tmp_path / "sweep.png")
+    fig = draw_quietly(ds, figure_spec("t", {"kind": "time_series", "variables": ["loss"], "logy": ["loss"]}))
+    np.testing.assert_allclose(fig.axes[0].get_lines()[0].get_xydata(), [[10.0, 0.2]])
+    assert figure_defects(fig) == [] and empty_texts(fig) == []
+    save(fig, tmp_path / "series.png")
+
+
+DIVERGING = """\
+data: {source: linear_teacher, dim: 4, n_train: 8, gamma: 0.0}
+model: {depth: 2, width: 8, activation: linear, sigma: 0.5}
+train: {optimizer: {name: gd, lr: 1000.0}, max_time: 2000, checkpoints: {per_decade: 2}}
+measure: [loss, alignment, t_half, t_half_theory]
+sweep:
+  union:
+    - {depth: [2], sigma: [0.5, 1.0]}
+    - {depth: [3], sigma: [0.5]}
+figures:
+  - {name: t_half, kind: sweep, x: sigma, y: t_half, hue: depth, theory: t_half_theory, logx: true, logy: true}
+  - {name: curves, kind: time_series, variables: [loss, alignment], hue: sigma, col: depth, logy: [loss]}
+"""
+
+
+def test_a_study_whose_every_run_diverged_draws_its_figures(tmp_path):
+    """End to end (union sweep, runs layout): the old sweep figure failed with 'Data cannot be
+    log-scaled because all values are <= 0'."""
+    plan, stores = run_study_jobs(DIVERGING, tmp_path)
+    assert all(int(store["diverged"]) for store in stores.values())
+    aggregate_study(plan, plan.dataset_path)
+    for figure in plan.study.spec.figures:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            path = plot_figure(plan, figure.name, tmp_path / f"{figure.name}.png")
+        assert path.stat().st_size > 0
+    fig = draw_figure(plan, "t_half")
+    assert empty_texts(fig) == ["no finite positive values to draw on a log axis (3 of 3 runs diverged: "
+                                "L=2, σ=0.5; L=2, σ=1; L=3, σ=0.5)"]
+    fig = draw_figure(plan, "curves")
+    assert sorted(empty_texts(fig)) == sorted(
+        ["no finite positive values to draw on a log axis (2 of 2 runs diverged: σ=0.5; σ=1)"] * 2
+        + ["no finite positive values to draw on a log axis (1 of 1 runs diverged: σ=0.5)"] * 2)
+
+
+# --- one legend for facets; numbers on log axes and in labels -------------------------------------
+
+def faceted_dataset() -> xr.Dataset:
+    """Loss and alignment over depth (columns) × lr (hue): each column draws two of the three lr
+    values, and one run of each column diverged."""
+    time = np.geomspace(0.01, 100.0, 30)
+    lr = np.array([0.01, 0.5, 2048.0])
+    loss = 0.5 / (1 + time * lr[None, :, None] * np.array([2, 3])[:, None, None])
+    loss[0, 2] = np.nan
+    loss[1, 0] = np.nan
+    return xr.Dataset({"loss": (("depth", "lr", "time"), loss), "alignment": (("depth", "lr", "time"), 1 - loss),
+                       "diverged": (("depth", "lr"), [[0, 0, 1], [1, 0, 0]]),
+                       "run_id": (("depth", "lr"), [["a", "b", "c"], ["d", "e", "f"]])},
+                      coords={"depth": [2, 3], "lr": lr, "time": time})
+
+
+def test_faceted_time_series_has_one_legend_for_every_facet():
+    spec = figure_spec("f", {"kind": "time_series", "variables": ["loss", "alignment"], "hue": "lr", "col": "depth",
+                             "logy": ["loss"]})
+    fig = draw_quietly(faceted_dataset(), spec)
+    (legend,) = legends(fig)
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "η = 0.01", "η = 0.5", "η = 2048", "L = 2: 1 of 3 runs diverged, not drawn",
+        "L = 3: 1 of 3 runs diverged, not drawn"]
+    assert figure_defects(fig) == []  # no labelled line missing from it, and it covers no data
+
+
+def test_checker_finds_a_line_missing_from_the_legends():
+    fig = Figure(figsize=(8, 3), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    left.plot([0, 1], [0, 1], label="σ = 0.5")
+    right.plot([0, 1], [1, 0], label="σ = 1")
+    right.legend(loc="lower left")
+    assert [d for d in figure_defects(fig) if "legend" in d] == ["axes 0: line 'σ = 0.5' is not in any legend"]
+
+
+def test_log_ticks_and_hue_labels_write_integers_as_integers():
+    fig, axes = new_figure(1, 1)
+    ax = axes[0, 0]
+    ax.plot([1.0, 2048.0], [1e-6, 1.0])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    finish_figure(fig, "ticks")
+    draw(fig)
+    assert drawn_labels(ax.xaxis) == ["1", "10", "100", "1000"]  # not 10⁰ … 10³, nor 2.05e+03
+    assert drawn_labels(ax.yaxis) == ["10⁻⁶", "10⁻⁵", "10⁻⁴", "10⁻³", "10⁻²", "10⁻¹", "10⁰"]  # 6 decades
+    width = np.array([1, 8, 64, 512, 2048])
+    ds = xr.Dataset({"t_half": ("width", 1.0 / width)}, coords={"width": width.astype(float)})
+    fig = draw_quietly(ds, figure_spec("w", {"kind": "sweep", "x": "width", "y": "t_half", "logx": True}))
+    assert drawn_labels(fig.axes[0].xaxis) == ["1", "8", "64", "512", "2048"]
+    ds = xr.Dataset({"t_half": ("act", [1.0, 2.0])}, coords={"act": ["linear", "relu"]})
+    fig = draw_quietly(ds, figure_spec("a", {"kind": "sweep", "x": "act", "y": "t_half", "logx": True}))
+    assert drawn_labels(fig.axes[0].xaxis) == ["linear", "relu"]  # labels have no log scale: both drawn
+    assert [hue_label("width", np.float64(2048.0)), hue_label("sigma", 0.25), hue_label("lr", 0.01),
+            hue_label("lr", 3e-6), hue_label("lr", 1e-7), hue_label("sigma", 1 / 3)] == [
+        "N = 2048", "σ = 0.25", "η = 0.01", "η = 3×10⁻⁶", "η = 10⁻⁷", "σ = 0.333"]

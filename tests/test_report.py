@@ -48,5 +48,5 @@ def test_report_holds_the_captioned_figure_and_study_table(tmp_path):
     figure = ('"caption": "<p><strong>Half-loss time of the tiny net</strong></p>\\n'
               f'<p>Reproduces: Tiny paper Fig. 7.</p>\\n{study}')
     table = ('"caption": "<p>Every scalar variable of the study dataset averaged over seeds at each sweep point '
-             f'(at most 50 rows).</p>\\n{study}')
+             f'(2 rows).</p>\\n{study}')
     assert figure in html and table in html

@@ -1,5 +1,6 @@
 """The study table: each scalar variable of a study dataset (one value per run) averaged over seeds
-at every sweep point, as CSV for the Snakemake report."""
+at every sweep point, as CSV for the Snakemake report. Every sweep point has its row (one row for a
+study without a sweep); either dataset layout (:mod:`ntkpipe.layout`)."""
 
 from __future__ import annotations
 
@@ -7,31 +8,33 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from ntkpipe.layout import RUN
 from ntkpipe.spec.axes import dimension
 from ntkpipe.store import read_store
 from ntkpipe.study.plan import StudyPlan
 
-MAX_ROWS = 50
-"""A table keeps the first 50 sweep points (in sweep order); the dataset holds every one."""
-
 
 def summary_table(plan: StudyPlan) -> pd.DataFrame:
-    """One row per sweep point without ``seed`` (the first :data:`MAX_ROWS`), the mean over seeds of
-    every numeric variable that has one value per run (NaN values, e.g. of diverged runs, skipped),
-    timings (``seconds_*``) left out."""
-    ds = read_store(plan.dataset_path)
-    axes = [dimension(a) for a in plan.study.axes]
+    """:func:`sweep_table` of ``plan``'s study dataset."""
+    return sweep_table(read_store(plan.dataset_path), [dimension(a) for a in plan.study.axes])
+
+
+def sweep_table(ds: xr.Dataset, axes: list[str]) -> pd.DataFrame:
+    """One row per sweep point of ``ds`` without ``seed`` (in sweep order; one row without sweep
+    ``axes``), the mean over seeds of every numeric variable that has one value per run (NaN values,
+    e.g. of diverged runs, skipped), timings (``seconds_*``) left out."""
     per_run = set(axes) | {RUN}
     names = [n for n, v in ds.data_vars.items()
              if set(v.dims) <= per_run and np.issubdtype(v.dtype, np.number) and not n.startswith("seconds_")]
     frame = ds[names].reset_coords()[[*names, *(a for a in axes if a in ds.coords and a not in ds.dims)]]
+    if not frame.dims:  # one run, no sweep: a table of one row
+        frame = frame.expand_dims(RUN)
     frame = frame.to_dataframe().reset_index().drop(columns=[RUN], errors="ignore")
     keys = [a for a in axes if a != "seed"]
     table = frame.drop(columns=["seed"], errors="ignore")
-    table = table.groupby(keys, sort=False)[names].mean() if keys else table[names].mean().to_frame().T
-    return table.head(MAX_ROWS)
+    return table.groupby(keys, sort=False, dropna=False)[names].mean() if keys else table[names].mean().to_frame().T
 
 
 def study_table(plan: StudyPlan, out: str | Path) -> Path:

@@ -7,7 +7,9 @@
 * an axis whose plotted data are all integers (depth, index j, epochs) with ticks between them;
 * a line hidden under another: both drawn with the same line style and marker through the same
   points (within a pixel), so only the later one shows;
-* a legend drawn over plotted data (lines, markers).
+* a legend drawn over plotted data (lines, markers);
+* a labelled line that no legend of a figure with legends lists (e.g. a facet's lines when only
+  another facet has a legend).
 
 Only what is drawn counts: invisible artists, empty texts and ticks outside the view are skipped.
 """
@@ -25,6 +27,8 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 PIXEL = 1.0  # tolerance of every comparison in display space
+EMPTY_PANEL = "ntkpipe-empty-panel"
+"""The gid of the text that says why a panel draws nothing (:func:`ntkpipe.plots.finish.explain_empty`)."""
 
 
 def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
@@ -38,7 +42,7 @@ def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
             defects += [f"{name}: {m}" for m in _fractional_ticks(ax, axis)]
         defects += [f"{name}: {m}" for m in _hidden_lines(ax)]
         defects += [f"{name}: {m}" for m in _legend_over_data(ax, renderer)]
-    return defects
+    return defects + _unlisted_lines(fig)
 
 
 def draw(fig: Figure):
@@ -216,3 +220,18 @@ def legend_covers(ax: Axes, renderer) -> list[Line2D]:
 def _legend_over_data(ax: Axes, renderer) -> list[str]:
     covered = legend_covers(ax, renderer)
     return [f"legend covers data ({', '.join(_line_name(line) for line in covered[:3])})"] if covered else []
+
+
+def legends(fig: Figure) -> list:
+    """The visible legends of ``fig``: its own and its axes'."""
+    found = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    return [legend for legend in found if legend.get_visible()]
+
+
+def _unlisted_lines(fig: Figure) -> list[str]:
+    shown = legends(fig)
+    if not shown:
+        return []
+    listed = {text.get_text() for legend in shown for text in legend.get_texts()}
+    return [f"{name}: line {_line_name(line)} is not in any legend" for name, ax in _named_axes(fig)
+            for line in data_lines(ax) if not line.get_label().startswith("_") and line.get_label() not in listed]

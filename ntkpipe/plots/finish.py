@@ -1,26 +1,32 @@
 """The clean-up every figure kind ends with, so that :func:`ntkpipe.plots.checks.figure_defects`
 finds nothing: coincident lines get distinct markers and dashes, integer axes integer ticks, the
 title and long labels are wrapped to fit, legends move outside the axes when they would cover
-data, and tick labels that would overlap are left out (majors kept first)."""
+data, log axes are labelled with plain numbers (:class:`LogNumbers`) and tick labels that would
+overlap are left out (majors kept first). A panel with nothing to draw says why
+(:func:`explain_empty`); a figure of facets gets one legend for all (:func:`figure_legend`)."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 
 import numpy as np
+import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
-from matplotlib.ticker import FixedLocator, Formatter, MaxNLocator
+from matplotlib.ticker import FixedLocator, Formatter, LogFormatter, MaxNLocator, NullLocator
 
-from ntkpipe.plots.checks import (PIXEL, coincide, data_lines, draw, drawn_tick_labels, integer_data, legend_covers,
-                                  line_style, texts_outside)
+from ntkpipe.plots.checks import (EMPTY_PANEL, PIXEL, coincide, data_lines, draw, drawn_tick_labels, integer_data,
+                                  legend_covers, line_style, texts_outside)
+from ntkpipe.plots.style import PLAIN, diverged_runs, number, power_of_ten
 
 LEGEND = {"fontsize": 8, "frameon": False}
 MARKERS = ["s", "^", "D", "v", "P", "X", "o"]
 LAYOUT_SLACK = 3.0  # lines are compared before the layout sizes the axes: a wider tolerance than the check's
+DECADES = 5  # a log axis spanning more decades (margins included) is labelled in powers of ten
 
 
 def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 11) -> Figure:
@@ -33,6 +39,7 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     for ax in fig.axes:
         separate_coincident_lines(ax)
         integer_ticks(ax)
+        log_tick_labels(ax)
     legend_axes = [ax for ax in legend_axes if ax.get_legend() or ax.get_legend_handles_labels()[0]]
     for ax in legend_axes:
         if ax.get_legend() is None:  # a legend drawn before (e.g. of chosen handles) is kept
@@ -84,15 +91,98 @@ def integer_ticks(ax: Axes) -> None:
             axis.set_major_locator(MaxNLocator(integer=True))
 
 
+class LogNumbers(LogFormatter):
+    """Log-axis tick labels as :func:`ntkpipe.plots.style.number` writes them (1, 10, 2048, 0.25),
+    or as powers of ten (10⁻⁴) when the view spans more than :data:`DECADES` decades or leaves
+    :data:`ntkpipe.plots.style.PLAIN`. Which ticks are labelled is matplotlib's choice."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        lo, hi = sorted((abs(vmin), abs(vmax)))
+        plain = lo > 0 and math.log10(hi / lo) <= DECADES and PLAIN[0] <= lo and hi < PLAIN[1]
+        return number(x) if plain else power_of_ten(x)
+
+
+def log_tick_labels(ax: Axes) -> None:
+    """Every log axis of ``ax`` labelled by :class:`LogNumbers` (ticks set with labels keep them)."""
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log" and not isinstance(axis.get_major_locator(), FixedLocator):
+            axis.set_major_formatter(LogNumbers())
+            axis.set_minor_formatter(LogNumbers())
+
+
+def explain_empty(ax: Axes, ds: xr.Dataset | None = None) -> bool:
+    """If ``ax`` draws no finite value (no line point, finite and positive along its log axes, and
+    no finite pixel), say so in the panel -- "no finite values to draw", on a log axis "no finite
+    positive values to draw on a log axis" -- with the runs of ``ds`` that diverged
+    (:func:`ntkpipe.plots.style.diverged_runs`), and leave out its ticks (a log axis cannot place
+    them without positive data). :func:`fit_texts` wraps the text to the panel's width. Returns
+    whether the panel was empty."""
+    if _drawn_points(ax) or any(np.isfinite(np.ma.filled(im.get_array(), np.nan)).any() for im in ax.get_images()):
+        return False
+    log = "log" in (ax.get_xscale(), ax.get_yscale())
+    text = "no finite positive values to draw on a log axis" if log else "no finite values to draw"
+    why = diverged_runs(ds) if ds is not None else None
+    ax.text(0.5, 0.5, f"{text} ({why})" if why else text, transform=ax.transAxes, fontsize=8, ha="center",
+            va="center", color="0.3", gid=EMPTY_PANEL, in_layout=False)
+    for axis, limits in ((ax.xaxis, ax.set_xlim), (ax.yaxis, ax.set_ylim)):
+        if axis.get_scale() == "log":
+            limits(1.0, 10.0)
+        axis.set_major_locator(FixedLocator([]))
+        axis.set_minor_locator(NullLocator())
+    return True
+
+
+def _drawn_points(ax: Axes) -> bool:
+    """Whether a data line of ``ax`` has a point it can draw (finite; positive along a log axis)."""
+    for line in data_lines(ax):
+        xy = np.asarray(line.get_xydata(), np.float64)
+        keep = np.isfinite(xy).all(axis=1)
+        for column, scale in enumerate((ax.get_xscale(), ax.get_yscale())):
+            if scale == "log":
+                keep &= xy[:, column] > 0
+        if keep.any():
+            return True
+    return False
+
+
+def figure_legend(axes, order=()) -> list[Axes]:
+    """One legend for a figure of panels ``axes`` (row by row), in its top-right panel: every
+    labelled artist of any panel, a label once -- those in ``order`` first (e.g. hue values in
+    their order), then lines in the order first drawn, then entries that draw nothing (notes,
+    proxies) -- so that each facet's lines and notes are listed. Returns the panel holding it, for
+    :func:`finish_figure` (which moves it outside when it covers data); none when nothing is labelled."""
+    entries: dict[str, object] = {}
+    for ax in axes.ravel():
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if not entries:
+        return []
+    rank = {label: i for i, label in enumerate(order)}
+
+    def key(item):
+        label, handle = item
+        note = isinstance(handle, Line2D) and not len(handle.get_xydata())
+        return note, rank.get(label, len(rank))
+
+    entries = dict(sorted(entries.items(), key=key))  # stable: first drawn first among equals
+    holder = axes[0, -1]
+    holder.legend(list(entries.values()), list(entries), loc="best", **LEGEND)
+    return [holder]
+
+
 def fit_texts(fig: Figure, suptitle: Text, renderer) -> bool:
-    """Wrap the figure title and x labels to the figure's width, axes titles to their axes' width
-    and y labels to the figure's height. Returns whether any text was wrapped."""
+    """Wrap the figure title and x labels to the figure's width, axes titles to their axes' width,
+    y labels to the figure's height and the texts of empty panels (:func:`explain_empty`) to their
+    axes' width. Returns whether any text was wrapped."""
     pad = 8.0
     changed = wrap_to(suptitle, fig.bbox.width - 2 * pad, renderer)
     for ax in fig.axes:
         changed |= wrap_to(ax.title, max(ax.bbox.width, 0.9 * fig.bbox.width / len(fig.axes)), renderer)
         changed |= wrap_to(ax.xaxis.label, fig.bbox.width - 2 * pad, renderer)
         changed |= wrap_to(ax.yaxis.label, fig.bbox.height - 2 * pad, renderer)
+        for text in ax.texts:
+            if text.get_gid() == EMPTY_PANEL:
+                changed |= wrap_to(text, ax.bbox.width - pad, renderer)
     return changed
 
 
@@ -122,7 +212,9 @@ def move_legends_outside(fig: Figure, axes: list[Axes], renderer) -> None:
         legend = ax.get_legend()
         width = legend.get_window_extent(renderer).width
         ncols = 1 if legend.get_window_extent(renderer).height < 0.95 * fig.bbox.height else 2
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, ncols=ncols, **LEGEND)
+        handles, labels = legend.legend_handles, [text.get_text() for text in legend.get_texts()]
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, ncols=ncols,
+                  **LEGEND)
         extra += ncols * width + 12.0
     fig.set_figwidth(fig.get_figwidth() + extra / fig.dpi)
 

@@ -1,6 +1,7 @@
 """``kind: images`` figures: stacks of images such as the NADs of a network (linearized-networks
 Fig. 10). One row per value of ``rows``, the first ``count`` items left to right; with ``fourier``
-each item gets a second row with |FFT| (centred, summed over channels), as the paper shows."""
+each item gets a second row with |FFT| (centred, summed over channels), as the paper shows. A
+row without a finite image (its runs diverged) says why."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.layout import axis_values, select, sub_grid
-from ntkpipe.plots.finish import finish_figure
+from ntkpipe.plots.finish import explain_empty, finish_figure
 from ntkpipe.plots.style import hue_label, new_figure
 
 
@@ -39,7 +40,7 @@ def plot_images(ds: xr.Dataset, spec, title: str):
                                "magma", False))
             for k, (shown, cmap, symmetric) in enumerate(panels):
                 ax = axes[g * per_group + k, j]
-                limit = np.nanmax(np.abs(shown)) or 1.0
+                limit = np.max(np.abs(shown), where=np.isfinite(shown), initial=0.0) or 1.0
                 ax.imshow(shown, cmap=cmap, vmin=-limit if symmetric else 0.0, vmax=limit)
                 ax.set_xticks([])
                 ax.set_yticks([])
@@ -50,5 +51,7 @@ def plot_images(ds: xr.Dataset, spec, title: str):
                 axes[g * per_group, 0].set_ylabel(label, fontsize=8)
                 if spec.fourier:
                     axes[g * per_group + 1, 0].set_ylabel("|FFT|", fontsize=8)
+        if not np.isfinite(images).any():
+            explain_empty(axes[g * per_group, 0], sub_grid(ds, {spec.rows: value} if spec.rows else None))
     return finish_figure(fig, title, fontsize=10)
 

@@ -5,8 +5,9 @@ Figs. 3A–B, 4D), whose diagonal stands out when each output's kernel specializ
 The variable's own dims follow the sweep axes (as in every study dataset); the first is drawn down
 the rows, the second across the columns. Everything else (e.g. seeds) is averaged after ``where``;
 a series is taken at its last finite time; diverged runs are left out (and counted in the panel's
-title). One panel per value of ``col``, one colour scale and colour bar for all panels, each cell
-annotated with its value in black or white, whichever reads better on the cell's colour.
+title; a panel without a finite cell says why). One panel per value of ``col``, one colour scale
+and colour bar for all panels, each cell annotated with its value in black or white, whichever
+reads better on the cell's colour.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import xarray as xr
 from matplotlib.colors import Normalize
 
 from ntkpipe.layout import axis_values, select, sub_grid
-from ntkpipe.plots.finish import finish_figure
-from ntkpipe.plots.style import (axis_label, diverged_label, final_value, hue_label, is_numeric, new_figure,
+from ntkpipe.plots.finish import explain_empty, finish_figure
+from ntkpipe.plots.style import (axis_label, diverged_label, final_value, hue_label, is_numeric, new_figure, number,
                                  variable_label, without_diverged)
 
 CMAP = "viridis"
@@ -40,7 +41,7 @@ def text_color(rgba) -> str:
 
 def _tick_labels(values) -> list[str]:
     """Coordinates as tick labels: integers as integers (output 0, 1, …), labels as they are."""
-    return [f"{v:g}" if is_numeric([v]) else str(v) for v in values]
+    return [number(v) if is_numeric([v]) else str(v) for v in values]
 
 
 def plot_matrix(ds: xr.Dataset, spec, title: str):
@@ -71,6 +72,7 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
         heading += [note] if (note := diverged_label(sub)) else []
         if heading:
             ax.set_title("\n".join(heading), fontsize=10)
+        explain_empty(ax, sub)
     fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=variable_label(spec.variable),
                  shrink=0.8)
     return finish_figure(fig, title)

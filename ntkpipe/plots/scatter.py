@@ -2,7 +2,8 @@
 
 Every y variable is plotted against x over their shared dimensions (e.g. test points and outputs),
 pooling the runs left after ``where`` that did not diverge; one panel per value of ``col``. The
-diagonal y = x is dashed, and each legend entry gives the Pearson correlation.
+diagonal y = x is dashed, and each legend entry gives the Pearson correlation. A panel without a
+finite pair says why.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.layout import axis_values, select, sub_grid
-from ntkpipe.plots.finish import finish_figure
-from ntkpipe.plots.style import hue_colors, hue_label, new_figure, note_diverged, variable_label, without_diverged
+from ntkpipe.plots.finish import explain_empty, finish_figure
+from ntkpipe.plots.style import (drawable, hue_colors, hue_label, new_figure, note_diverged, variable_label,
+                                 without_diverged)
 
 
 def plot_scatter(ds: xr.Dataset, spec, title: str):
@@ -26,8 +28,10 @@ def plot_scatter(ds: xr.Dataset, spec, title: str):
         for color, name in zip(hue_colors(spec.y), spec.y):
             x, y = xr.broadcast(without_diverged(sub[spec.x], sub), without_diverged(sub[name], sub))
             x, y = x.values.ravel(), y.values.ravel()
-            keep = np.isfinite(x) & np.isfinite(y)
-            r = np.corrcoef(x[keep], y[keep])[0, 1] if keep.sum() > 2 else np.nan
+            keep = drawable(ax, x, y)
+            if not keep.any():
+                continue
+            r = _pearson(x[keep], y[keep])
             ax.plot(x[keep], y[keep], ".", color=color, ms=4, alpha=0.6, label=f"{variable_label(name)} (r = {r:.3f})")
             x_all.append(x[keep])
         if x_all and np.concatenate(x_all).size:
@@ -37,6 +41,14 @@ def plot_scatter(ds: xr.Dataset, spec, title: str):
         ax.set_ylabel("kernel regression prediction" if len(spec.y) > 1 else variable_label(spec.y[0]))
         ax.grid(True, alpha=0.3)
         note_diverged(ax, sub)
+        explain_empty(ax, sub)
         if spec.col:
             ax.set_title(hue_label(spec.col, c), fontsize=10)
     return finish_figure(fig, title, list(axes[0]))
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """The Pearson correlation of x and y; NaN for fewer than 3 points or a constant one."""
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])

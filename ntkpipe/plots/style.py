@@ -10,6 +10,7 @@ so the y range comes from the runs drawn, and a panel that left runs out says so
 
 from __future__ import annotations
 
+import math
 import os
 import uuid
 from pathlib import Path
@@ -20,6 +21,7 @@ import xarray as xr
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
+from ntkpipe.layout import sub_grid
 from ntkpipe.measure.registry import VARIABLES
 
 AXIS_LABELS = {
@@ -51,10 +53,45 @@ def axis_label(name: str, ds: xr.Dataset | None = None) -> str:
 
 
 def hue_label(axis_name: str, value) -> str:
+    """``σ = 0.25``, ``N = 2048``; a label (a case, a model kind) as it is."""
     if isinstance(value, str):
         return value
-    shown = f"{value:.3g}" if isinstance(value, float) else str(value)
-    return f"{AXIS_SYMBOLS.get(axis_name, axis_name)} = {shown}"
+    return f"{AXIS_SYMBOLS.get(axis_name, axis_name)} = {value_text(value)}"
+
+
+def value_text(value) -> str:
+    """A coordinate's value as labels show it: a number by :func:`number`, else (a label, a
+    boolean) as it is."""
+    return number(value) if is_numeric([value]) else str(value)
+
+
+PLAIN = (1e-4, 1e6)
+"""Magnitudes written as plain decimals (0.0001 … 999999); others as powers of ten."""
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def number(value, digits: int = 3) -> str:
+    """``value`` for a label or tick: an integer as an integer (2048), else a plain decimal of
+    ``digits`` significant digits (0.25, 0.333) when its magnitude is in :data:`PLAIN`, else a power
+    of ten (:func:`power_of_ten`)."""
+    v = float(value)
+    if not np.isfinite(v) or v == 0:
+        return f"{v:g}"
+    if not PLAIN[0] <= abs(v) < PLAIN[1]:
+        return power_of_ten(v, digits)
+    if v == round(v):
+        return str(int(v))
+    return np.format_float_positional(v, precision=digits, fractional=False, trim="-")
+
+
+def power_of_ten(value: float, digits: int = 3) -> str:
+    """``value`` as m×10ⁿ with ``digits`` significant digits of m (10⁻⁴, 2.5×10⁻⁶, -10³)."""
+    exponent = math.floor(math.log10(abs(value)))
+    mantissa = float(f"{value / 10.0 ** exponent:.{digits}g}")
+    if abs(mantissa) >= 10:  # 9.9996 rounded up
+        mantissa, exponent = mantissa / 10, exponent + 1
+    head = {1.0: "", -1.0: "-"}.get(mantissa, f"{mantissa:g}×")
+    return f"{head}10{str(exponent).translate(SUPERSCRIPTS)}"
 
 
 def darker(color) -> tuple:
@@ -88,6 +125,33 @@ def without_diverged(var: xr.DataArray, ds: xr.Dataset) -> xr.DataArray:
     if "diverged" not in ds or not set(ds["diverged"].dims) <= set(var.dims):
         return var
     return var.where(ds["diverged"] == 0)
+
+
+def diverged_runs(ds: xr.Dataset, shown: int = 3) -> str | None:
+    """"k of n runs diverged: σ=0.5; σ=1" (the axis values of the first ``shown`` of them, "…" for
+    more; none without a sweep), or None when no run of ``ds`` diverged."""
+    diverged, total = run_counts(ds)
+    if not diverged:
+        return None
+    ds = sub_grid(ds)  # the runs by their axes' values (either layout)
+    present = ds["run_id"] != "" if "run_id" in ds else True
+    flags = (ds["diverged"] > 0) & present
+    runs = [", ".join(f"{AXIS_SYMBOLS.get(d, d)}={value_text(ds[d].values[i])}" for d, i in zip(flags.dims, index))
+            for index in np.argwhere(flags.values)]
+    which = "; ".join(runs[:shown]) + ("; …" if len(runs) > shown else "")
+    return f"{diverged} of {total} runs diverged" + (f": {which}" if which else "")
+
+
+def drawable(ax, x, y) -> np.ndarray:
+    """Which points (x, y) ``ax`` can draw: finite, and positive along a log axis (matplotlib would
+    clip the others to the axes' edge)."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if ax.get_xscale() == "log":
+        keep &= x > 0
+    if ax.get_yscale() == "log":
+        keep &= y > 0
+    return keep
 
 
 def diverged_label(ds: xr.Dataset) -> str | None:

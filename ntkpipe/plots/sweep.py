@@ -2,7 +2,8 @@
 
 Lines are the mean over every other axis (e.g. seeds) with a ±1 sd band, dots the individual runs;
 a series measurement is taken at its last finite time. Diverged runs are not drawn (the axes say
-how many in the legend). Several y variables share the colours and
+how many in the legend), nor are points a log axis cannot show (≤ 0); a figure with nothing to
+draw says why in the panel. Several y variables share the colours and
 differ in line style and marker. ``theory`` is drawn dashed in a darker shade of the colour; ``fit`` adds the
 fitted exponent (power law) or slope in ln x (log law, naming the x axis) of each line to the legend.
 """
@@ -15,9 +16,9 @@ from matplotlib.ticker import NullFormatter
 
 from ntkpipe.layout import axis_values, select, sub_grid
 from ntkpipe.measure.fits import FITS
-from ntkpipe.plots.finish import finish_figure
-from ntkpipe.plots.style import (AXIS_SYMBOLS, axis_label, darker, final_value, hue_colors, hue_label, is_numeric,
-                                 new_figure, note_diverged, variable_label, without_diverged)
+from ntkpipe.plots.finish import explain_empty, finish_figure
+from ntkpipe.plots.style import (AXIS_SYMBOLS, axis_label, darker, drawable, final_value, hue_colors, hue_label,
+                                 is_numeric, new_figure, note_diverged, number, variable_label, without_diverged)
 
 STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
 
@@ -47,11 +48,13 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
     x_values = axis_values(ds, spec.x)
     fig, axes = new_figure(1, 1, width=5.4, height=4.1)
     ax = axes[0, 0]
+    ax.set_xscale("log" if spec.logx and is_numeric(x_values) else "linear")  # labels sit at 0, 1, …
+    ax.set_yscale("log" if spec.logy else "linear")
     for color, h in zip(hue_colors(hues), hues):
         sub = sub_grid(ds, {spec.hue: h} if spec.hue else None)
         for (style, marker), name in zip(STYLES, ys):
             xv, mean, sd, pairs = _reduce(final_value(without_diverged(sub[name], sub)), spec.x, x_values)
-            keep = np.isfinite(mean)
+            keep = drawable(ax, xv, mean)
             if not keep.any():
                 continue
             parts = [hue_label(spec.hue, h)] if spec.hue else []
@@ -63,31 +66,31 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
                 label += f" ({_fit_name(spec.fit, spec.x, ds)} {slope:.2f} ± {stderr:.2f})"
             ax.plot(xv[keep], mean[keep], linestyle=style, marker=marker, color=color, label=label, lw=1.6, ms=4)
             ax.fill_between(xv[keep], (mean - sd)[keep], (mean + sd)[keep], color=color, alpha=0.12, lw=0)
-            ax.plot(pairs[0], pairs[1], ".", color=color, alpha=0.35, ms=3)
+            runs = drawable(ax, *pairs)
+            ax.plot(pairs[0][runs], pairs[1][runs], ".", color=color, alpha=0.35, ms=3)
         if spec.theory:
             xv, theory, _, _ = _reduce(final_value(sub[spec.theory]), spec.x, x_values)
-            ok = np.isfinite(theory)
+            ok = drawable(ax, xv, theory)
             ax.plot(xv[ok], theory[ok], "--", color=darker(color), lw=1.6, zorder=3)
     if spec.theory:
         ax.plot([], [], "--", color="0.3", label=f"{variable_label(spec.theory)} (dashed)")
     if reference is not None:
         level = float(final_value(without_diverged(reference[ys[0]], reference)).mean(skipna=True))
         shown = ", ".join(f"{k}={v}" for k, v in spec.reference.items())
-        if np.isfinite(level):
-            ax.axhline(level, color="black", ls="--", lw=1.3, label=f"{shown} ({level:.3g})")
-    ax.set_xscale("log" if spec.logx else "linear")
-    ax.set_yscale("log" if spec.logy else "linear")
+        if drawable(ax, 1.0, level):
+            ax.axhline(level, color="black", ls="--", lw=1.3, label=f"{shown} ({number(level)})")
     if not is_numeric(x_values):
         ax.set_xticks(_positions(x_values, x_values), [str(v) for v in x_values])
         ax.set_xmargin(0.15)
     elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
         shown = [v for v in x_values if v > 0]
-        ax.set_xticks(shown, [f"{v:.3g}" for v in shown])
+        ax.set_xticks(shown, [number(v) for v in shown])
         ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(axis_label(spec.x, ds))
     ax.set_ylabel(spec.ylabel or " / ".join(variable_label(v) for v in ys))
     ax.grid(True, which="major", alpha=0.3)
     note_diverged(ax, ds)
+    explain_empty(ax, ds)
     return finish_figure(fig, title, [ax])
 
 

@@ -4,7 +4,9 @@ One row per variable (one shared panel with ``overlay``), one column per value o
 line per value of ``hue`` (a sweep axis or a variable's own dimension such as ``mode``), averaged
 over the remaining dimensions. Theory is dashed in a darker shade of the line's colour; a scalar
 theory is a horizontal dashed line. Numeric hues with many values get a colour bar. Diverged runs
-are not drawn; the legend of each column's top panel says how many of its runs were left out.
+are not drawn, nor points a log axis cannot show (time 0 on the default log time axis, values ≤ 0);
+a panel with nothing to draw says why. One legend lists the lines of every panel (each hue value
+drawn in any of them) and, per column, how many of its runs diverged.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import xarray as xr
 from matplotlib.colors import LogNorm, Normalize
 
 from ntkpipe.layout import axis_values, select, sub_grid
-from ntkpipe.plots.finish import finish_figure
-from ntkpipe.plots.style import (TIME_LABEL, axis_label, darker, final_value, hue_colors, hue_label, is_numeric,
-                                 new_figure, note_diverged, variable_label, without_diverged)
+from ntkpipe.plots.finish import explain_empty, figure_legend, finish_figure
+from ntkpipe.plots.style import (TIME_LABEL, axis_label, darker, diverged_label, drawable, final_value, hue_colors,
+                                 hue_label, is_numeric, new_figure, variable_label, without_diverged)
 
 OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
 
@@ -32,21 +34,21 @@ def _reference(var: xr.DataArray, how: str) -> xr.DataArray:
     return var.isel(time=0) if how == "initial" else final_value(var)
 
 
-def _draw(ax, t, values, logx, **style) -> None:
-    keep = np.isfinite(values) & ((t > 0) if logx else True)
+def _draw(ax, t, values, **style) -> None:
+    keep = drawable(ax, t, values)
     if keep.any():
         ax.plot(t[keep], values[keep], **style)
 
 
-def _theory(ax, theory: xr.DataArray, color, logx: bool, how: str | None, reference: xr.DataArray) -> None:
+def _theory(ax, theory: xr.DataArray, color, how: str | None, reference: xr.DataArray) -> None:
     if "time" in theory.dims:
         line = _mean_line(theory)
         if how is not None:
             line = line / float(_reference(reference, how).mean(skipna=True))
-        _draw(ax, line["time"].values, line.values, logx, color=darker(color), ls="--", lw=1.5, zorder=3)
+        _draw(ax, line["time"].values, line.values, color=darker(color), ls="--", lw=1.5, zorder=3)
     else:
         level = float(theory.mean(skipna=True))
-        if np.isfinite(level):
+        if drawable(ax, 1.0, level):
             ax.axhline(level, color=darker(color), ls="--", lw=1.3, zorder=3)
 
 
@@ -57,13 +59,15 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
     hues = _drawn_values(sub_grid(ds), spec.hue, spec.variables) if spec.hue else [None]
     colors, norm = _hue_scheme(hues)
     rows = [spec.variables] if spec.overlay else [[v] for v in spec.variables]
+    labelled = spec.overlay or (spec.hue is not None and norm is None)  # the legend tells the lines apart
     fig, axes = new_figure(len(rows), len(cols))
-    notes = {}
     for j, c in enumerate(cols):
         sub = sub_grid(ds, {spec.col: c} if spec.col else None)
         present = set(sub[spec.hue].values.tolist()) if spec.hue else {None}
         for i, names in enumerate(rows):
             ax = axes[i, j]
+            ax.set_xscale("log" if spec.logx else "linear")
+            ax.set_yscale("log" if any(n in spec.logy for n in names) else "linear")
             for k, name in enumerate(names):
                 how = spec.normalize.get(name)
                 for color, h in zip(colors, hues):
@@ -77,20 +81,18 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                     label = variable_label(name) + (" / initial" if how == "initial" else " / final" if how else "")
                     if spec.hue:
                         label = hue_label(spec.hue, h) if not spec.overlay else f"{label}, {hue_label(spec.hue, h)}"
-                    _draw(ax, line["time"].values, line.values, spec.logx, color=color, lw=1.5, label=label)
+                    _draw(ax, line["time"].values, line.values, color=color, lw=1.5,
+                          **({"label": label} if labelled else {}))
                     if name in spec.theory:
                         theory = sub[spec.theory[name]]
                         theory = theory.sel({spec.hue: h}) if spec.hue and spec.hue in theory.dims else theory
-                        _theory(ax, theory, color, spec.logx, how, var)
+                        _theory(ax, theory, color, how, var)
                 if reference is not None:
                     ref = without_diverged(reference[name], reference)
                     ref = ref.sel({spec.col: c}) if spec.col in ref.dims else ref
                     line = _mean_line(ref / _reference(ref, how) if how else ref)
                     shown = ", ".join(f"{k}={v}" for k, v in spec.reference.items())
-                    _draw(ax, line["time"].values, line.values, spec.logx, color="black", ls="--", lw=1.5,
-                          label=shown)
-            ax.set_xscale("log" if spec.logx else "linear")
-            ax.set_yscale("log" if any(n in spec.logy for n in names) else "linear")
+                    _draw(ax, line["time"].values, line.values, color="black", ls="--", lw=1.5, label=shown)
             ax.set_ylabel(("normalized value" if spec.normalize else "value") if spec.overlay else
                           variable_label(names[0]) + (f" / {spec.normalize[names[0]]}" if names[0] in spec.normalize else ""))
             ax.grid(True, alpha=0.3)
@@ -98,19 +100,22 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                 ax.set_xlabel(TIME_LABEL)
             if i == 0 and spec.col:
                 ax.set_title(hue_label(spec.col, c), fontsize=10)
-        notes[j] = note_diverged(axes[0, j], sub)
+            explain_empty(ax, sub)
+        _note_diverged(axes[0, j], sub, hue_label(spec.col, c) if spec.col else None)
     if spec.theory:
         axes[0, -1].plot([], [], "--", color="0.3", label="theory (dashed)")
     if norm is not None:
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue, ds), shrink=0.8)
-    legend = norm is None and bool(spec.hue or spec.overlay or spec.theory or spec.reference)
-    legend_axes = [axes[0, -1]] if legend else []
-    for j, note in notes.items():  # other columns' legends: only the note
-        if note is not None and not (legend and j == len(cols) - 1):
-            axes[0, j].legend(handles=[note], fontsize=8, frameon=False)
-            legend_axes.append(axes[0, j])
-    return finish_figure(fig, title, legend_axes)
+    order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
+    return finish_figure(fig, title, figure_legend(axes, order))
+
+
+def _note_diverged(ax, ds: xr.Dataset, facet: str | None) -> None:
+    """The legend's note of the runs of a column that diverged, naming the column if there are several."""
+    label = diverged_label(ds)
+    if label:
+        ax.plot([], [], ls="none", label=f"{facet}: {label}" if facet else label)
 
 
 def _hue_scheme(hues: list):

@@ -334,7 +334,9 @@ def _check_dim(value: str | None, points: list[dict] | None, used: list[Variable
     dims = sorted({d for v in used for d in v.dims if d != "time"})
     choices = (list(points[0]) if points else []) + dims
     return [(where, f"{what} {value!r} is neither a sweep axis nor a dimension of the plotted variables"
-                    f"{suggest(value, choices)}; choose one of {', '.join(choices) or 'none'}")]
+                    f"{suggest(value, choices)}; " + (f"choose one of {', '.join(choices)}" if choices else
+                    "the study has no sweep and the plotted variables no dimension besides time: add a sweep or "
+                    "plot a variable with one (e.g. input_spectrum over spectrum_index)"))]
 
 
 def _figure_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem]:

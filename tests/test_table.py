@@ -1,0 +1,63 @@
+"""The study table of real tiny studies of every sweep shape (none, product, zip, union, cases):
+one row per sweep point without seed, each the mean over seeds of the run stores' values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from ntkpipe.jobs.aggregate import aggregate_study
+from ntkpipe.jobs.table import study_table, sweep_table
+from ntkpipe.report import table_caption, table_rows
+from tests.conftest import run_study_jobs
+
+BASE = """\
+data: {source: linear_teacher, dim: 4, n_train: 8, gamma: 0.0}
+model: {depth: 2, width: 8, activation: linear, sigma: 0.5}
+train: {optimizer: {name: gd, lr: 0.1}, max_time: 2, checkpoints: {per_decade: 3}}
+measure: [loss, weight_norm]
+summaries:
+  - {name: loss_ends, kind: endpoints, y: loss}
+"""
+
+SWEEPS = {
+    "none": "",
+    "product": "sweep: {sigma: [0.3, 0.6], seed: [0, 1]}\n",
+    "zip": "sweep: {zip: {sigma: [0.3, 0.6], width: [4, 8]}}\n",
+    "union": "sweep:\n  union:\n    - {depth: [2], sigma: [0.3, 0.6]}\n    - {depth: [3], sigma: [0.5]}\n",
+    "cases": "sweep:\n  cases:\n    act:\n      linear: {}\n      relu: {model: {activation: relu}}\n",
+}
+
+
+@pytest.mark.parametrize("shape", SWEEPS)
+def test_table_has_the_seed_mean_of_every_sweep_point(shape, tmp_path):
+    plan, stores = run_study_jobs(BASE + SWEEPS[shape], tmp_path)
+    aggregate_study(plan, plan.dataset_path)
+    table = pd.read_csv(study_table(plan, tmp_path / "table.csv"), index_col=list(range(max(
+        1, len([a for a in plan.study.axes if a != "seed"])))))
+    expected: dict[tuple, list] = {}
+    for key, store in stores.items():
+        point = dict(zip(plan.study.axes, key))
+        expected.setdefault(tuple(v for a, v in point.items() if a != "seed"), []).append(store)
+    assert len(table) == len(expected) == table_rows(plan)
+    assert f"({len(expected)} row{'s' if len(expected) > 1 else ''})" in table_caption(plan)
+    assert {"diverged", "weight_norm", "weight_norm_init"} <= set(table.columns)
+    assert not {"loss", "loss_ends", "seconds_train"} & set(table.columns)  # series, summaries, timings
+    rows = table.to_dict("index")
+    for point, runs in expected.items():
+        row = rows[point if len(point) > 1 else point[0] if point else 0]
+        for name in ("weight_norm", "weight_norm_init", "diverged"):
+            np.testing.assert_allclose(row[name], np.mean([float(run[name]) for run in runs]), rtol=1e-3)
+
+
+def test_a_long_sweep_keeps_every_row():
+    """60 σ values × 2 seeds: 60 rows (no truncation), in sweep order, each the mean over seeds."""
+    sigma = np.geomspace(0.01, 1.0, 60)
+    values = np.random.default_rng(0).standard_normal((60, 2))
+    ds = xr.Dataset({"t_half": (("sigma", "seed"), values), "loss": (("sigma", "seed", "time"), np.zeros((60, 2, 3)))},
+                    coords={"sigma": sigma, "seed": [0, 1]})
+    table = sweep_table(ds, ["sigma", "seed"])
+    assert table.index.tolist() == sigma.tolist() and table.columns.tolist() == ["t_half"]
+    np.testing.assert_allclose(table["t_half"].values, values.mean(1))
