@@ -366,7 +366,10 @@ class CheckpointSpec(Strict):
 
 
 class TrainSpec(Strict):
-    """Training. Exactly one of ``steps``, ``epochs`` or ``max_time`` (gradient-flow time t = lr·step)."""
+    """Training. Exactly one of ``steps``, ``epochs`` or ``max_time`` (gradient-flow time t = lr·step).
+    ``divergence_factor`` (> 1, default 10⁶): a run whose loss at a checkpoint is non-finite or above
+    this multiple of its initial loss diverged and stops there (:mod:`ntkpipe.train.loop`), however
+    finite it would look later (e.g. a network dead after a blow-up)."""
 
     optimizer: OptimizerSpec
     loss: Literal["mse", "bce"] = axis("loss_function", default="mse")
@@ -376,6 +379,9 @@ class TrainSpec(Strict):
     max_time: float | None = Field(None, gt=0)
     checkpoints: CheckpointSpec = CheckpointSpec()
     dtype: Literal["float32", "float64"] = "float32"
+    divergence_factor: float = Field(
+        1e6, gt=1, exclude_if=lambda v: v == 1e6,
+        description="a run whose loss at a checkpoint exceeds this multiple of its initial loss diverged (it stops there)")
 
     @model_validator(mode="after")
     def _one_duration(self):
