@@ -44,7 +44,7 @@ figures:
 # divergence_factor (10⁶) times its initial before the fourth and last step
 HALF_DIVERGE = BASE + """\
 train: {optimizer: {name: gd, lr: 0.05}, steps: 4, dtype: float64, checkpoints: {spacing: linear, count: 4}}
-measure: [loss, alignment]
+measure: [loss, alignment, relative_kernel_change]
 sweep: {seed: [0, 1], lr: [0.05, 3.0]}
 figures:
   - {name: final_loss, kind: sweep, x: lr, y: loss, logx: true, logy: true}
@@ -216,6 +216,8 @@ def test_exploding_runs_are_diverged_and_a_grid_keeps_its_layout(results):
     for seed in (0, 1):  # flagged by the blow-up, not an overflow: the run stopped at its first checkpoint past it
         loss = ds["loss"].sel(lr=3.0, seed=seed).dropna("time").values
         assert len(loss) < 5 and loss[-1] > 1e6 * loss[0] and np.all(loss[:-1] <= 1e6 * loss[0])
+    change = ds["relative_kernel_change"]  # a final measurement: NaN for the runs that stopped
+    assert np.isnan(change.sel(lr=3.0).values).all() and np.isfinite(change.sel(lr=0.05).values).all()
 
 
 def test_time_series_y_range_comes_from_the_runs_that_did_not_diverge(results):
