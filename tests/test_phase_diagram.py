@@ -18,7 +18,7 @@ from ntkpipe.stages import run_context
 from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
-from ntkpipe.theory.phases import Exponents, exponents_from_powers, predicted_phase, stable_lr
+from ntkpipe.theory.phases import Exponents, exponent_phase, exponents_from_powers, predicted_phase, stable_lr
 
 # Table 1 columns: (width, κ, var_W, var_u) exponents
 COLUMNS = {"ntk": (1, -0.5, 0, 0), "mean_field": (1, -1, 0, 0), "xavier": (1, 0, -1, -1),
@@ -44,6 +44,42 @@ def test_corollary_1_stable_lr_and_the_powers_of_a_spec():
     assert predicted_phase(e) == "learning"
     e = exponents_from_powers({"width": 1, "lr": 0, "layer_lr": [0, -1]}, layer_variance=True)
     assert (e.lr_w, e.lr_u, e.variance_u) == (0, -1, 0)
+
+
+# A stable scaling outside Table 1: N ∝ d, κ ∝ d^(−3/4), η ∝ d^(1/2), so T = −1/2, I = 0: kernel, p = −1/2
+QUOTED = {"width": 1, "output_scale": -0.75, "layer_variance": [0, 0], "lr": 0.5}
+# (b, s, p, phase): fitted exponents ± stderr of the relative NTK change in specs/phase_diagram.yaml's default
+# study (seed 0) for each distinct (task, scaling), the predicted p = min(T − I, 0) and the measured phase
+# its runs were given by the former threshold (b < −0.5) and agree with the predicted one
+SHIPPED = [(-1.0125, 0.0561, -1, "kernel"), (0.0149, 0.0250, 0, "learning"), (-1.4384, 0.3445, -2, "kernel"),
+           (-1.7472, 0.1431, -2, "kernel"), (0.2080, 0.0999, 0, "learning"), (-1.9883, 0.0060, -2, "kernel"),
+           (-9.49e-17, 4.46e-17, 0, "learning"),  # linear: identical runs (lazy_corollary2)
+           (-0.8847, 0.0313, -1, "kernel"), (0.1323, 0.0270, 0, "learning"), (-1.1856, 0.2455, -2, "kernel"),
+           (-1.6943, 0.0625, -2, "kernel"), (0.3075, 0.0686, 0, "learning"), (-1.3795, 0.1076, -2, "kernel")]  # digits
+
+
+def test_a_stable_scaling_outside_table_1_is_measured_kernel():
+    e = exponents_from_powers(QUOTED, layer_variance=True)
+    assert (e.target_term, e.init_term, e.kernel_change, predicted_phase(e)) == (-0.5, 0.0, -0.5, "kernel")
+    # its fit at d = 1, 4, 16 (phase_diagram's linear task): above the former threshold −0.5, 2.7 s from p
+    assert exponent_phase(-0.3661, 0.0503, e.kernel_change) == "kernel"
+    assert exponent_phase(-0.3661, 0.0503, 0.0) == "kernel"  # significantly below 0 whatever the prediction
+    assert exponent_phase(-0.3661, 0.0503, 0.0, stderrs=8.0) == "learning"  # 0 within 8 s, none predicted
+    assert exponent_phase(-0.3661, 0.0503, e.kernel_change, stderrs=8.0) == "kernel"  # both within 8 s: p nearer
+
+
+@pytest.mark.parametrize("b, s, p, phase", SHIPPED)
+def test_table_1_cells_of_the_shipped_study_keep_their_measured_phase(b, s, p, phase):
+    assert exponent_phase(b, s, p) == phase
+
+
+def test_exponent_phase_weighs_the_two_hypotheses_in_standard_errors():
+    assert exponent_phase(-0.08, 0.03, -0.1) == "kernel"  # a slow predicted decay, measured
+    assert exponent_phase(-0.4, 0.25, -0.5) == "kernel"  # 0 and p both within 2 s: p is nearer
+    assert exponent_phase(-0.2, 0.25, -0.5) == "learning"  # both within 2 s: 0 is nearer
+    assert exponent_phase(-0.4, 0.25, 0.0) == "learning"  # predicted learning, 0 within 2 s
+    assert exponent_phase(0.3, 0.01, -1.0) == "learning"  # a growing change
+    assert exponent_phase(float("nan"), float("nan"), -1.0) == "learning"
 
 
 STUDY = """\
@@ -138,3 +174,63 @@ def test_phase_study_end_to_end(tmp_path):
     assert ds["kernel_change_exponent"].sel(scaling="ntk") < -0.7
     assert abs(float(ds["kernel_change_exponent"].sel(scaling="mean_field"))) < 0.35
     assert list(ds["predicted_phase_kernel_change"].values) == [-1.0, 0.0]
+    assert list(ds["measured_phase_predicted_exponent"].values) == [-1.0, 0.0]
+    np.testing.assert_array_equal(ds["measured_phase_exponent"].values, ds["kernel_change_exponent"].values)
+    np.testing.assert_array_equal(ds["measured_phase_exponent_stderr"].values, ds["kernel_change_exponent_stderr"].values)
+
+
+# specs/phase_diagram.yaml's linear task at d ≤ 16, with the scaling QUOTED beside Table 1's NTK column
+QUOTED_STUDY = """\
+data: {source: linear_teacher, inputs: line, dim: 4, n_train: 1, teacher_scale: 1.0}
+model: {depth: 2, width: 16, activation: linear, output_scale: 1.0, layer_variance: [0.0625, 0.0625]}
+train:
+  optimizer: {name: gd, lr: 0.25}
+  steps: 40
+  dtype: float64
+  checkpoints: {spacing: linear, count: 8}
+measure: [loss, relative_kernel_change]
+scaling:
+  d: [1, 4, 16]
+  powers: {width: 1}
+sweep:
+  cases:
+    scaling:
+      ntk: {scaling: {powers: {width: 1, output_scale: -0.5, layer_variance: [0, 0], lr: 0}}}
+      quoted: {scaling: {powers: {width: 1, output_scale: -0.75, layer_variance: [0, 0], lr: 0.5}}}
+summaries:
+  - {name: kernel_change_exponent, kind: power_law, x: d, y: relative_kernel_change, by: scaling}
+  - {name: predicted_phase, kind: predicted_phase, by: scaling}
+  - {name: measured_phase, kind: measured_phase, x: d, y: relative_kernel_change, by: scaling,
+     exponent: kernel_change_exponent}
+"""
+
+
+def test_the_quoted_scaling_is_measured_kernel_end_to_end(tmp_path):
+    plan = plan_study(_load(tmp_path, QUOTED_STUDY), tmp_path / "results")
+    for job in plan.runs:
+        if not job.path.exists():
+            train_run(job, job.path)
+    ds = read_store(aggregate_study(plan, tmp_path / "study.zarr")).load()
+    quoted = ds.sel(scaling="quoted")
+    b, s = float(quoted["measured_phase_exponent"]), float(quoted["measured_phase_exponent_stderr"])
+    assert -0.5 < b < -0.25 and 0 < s < 0.1  # above the former threshold −0.5: it was called learning
+    assert float(quoted["measured_phase_predicted_exponent"]) == -0.5
+    assert list(ds["predicted_phase"].values) == list(ds["measured_phase"].values) == ["kernel", "kernel"]
+    assert "b + 2.0·s < 0" in ds["measured_phase"].attrs["description"]
+
+
+def test_measured_phase_rules_are_validated(tmp_path):
+    found = _problems(tmp_path, STUDY.replace("exponent: kernel_change_exponent}", "exponent: kernel_change_exponent, "
+                                                                                  "kernel_below: -0.3}"))
+    assert found == ["line 21: summaries.2.kernel_below: 'kernel_below' was removed: a measured_phase now judges the "
+                     "fitted exponent against the predicted T − I within 'stderrs' (default 2) standard errors; "
+                     "delete 'kernel_below'"]
+    found = _problems(tmp_path, STUDY.replace("exponent: kernel_change_exponent}", "exponent: kernel_change_exponent, "
+                                                                                  "stderrs: 0}"))
+    assert found[0].startswith("line 21: summaries.2.stderrs: Input should be greater than 0")
+    no_scaling = (STUDY.replace("scaling:\n  d: [1, 4, 16]\n  powers: {width: 1}\n", "")
+                  .replace("    scaling:\n      ntk: {scaling: {powers: {width: 1, output_scale: -0.5}}}\n"
+                           "      mean_field: {scaling: {powers: {width: 1, output_scale: -1, lr: 1}}}\n",
+                           "    scaling: {ntk: {}, mean_field: {train: {optimizer: {lr: 1.0}}}}\n")
+                  .replace("x: d,", "x: scaling,").replace("  - {name: predicted_phase, kind: predicted_phase, by: scaling}\n", ""))
+    assert "a measured_phase needs the study's 'scaling' (hyperparameters as powers of d)" in " ".join(_problems(tmp_path, no_scaling))

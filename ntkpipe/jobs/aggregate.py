@@ -65,6 +65,8 @@ def study_variables(merged: xr.Dataset, study) -> xr.Dataset:
     for summary in study.spec.summaries:
         if summary.kind == "predicted_phase":
             merged = merged.merge(predicted_phases(study, summary, merged))
+        elif summary.kind == "measured_phase":
+            merged = merged.merge(measured_phases(study, summary, merged))
         else:
             merged = merged.merge(summary_variables(merged, summary))
     residuals = theory_residuals(merged).drop_vars(RUN, errors="ignore")  # no numbering of the runs
@@ -124,17 +126,13 @@ def _over(by: list[str], ds: xr.Dataset, name: str, values: list, dtype=None) ->
 
 def summary_variables(ds: xr.Dataset, summary) -> xr.Dataset:
     """``endpoints``: ``<name>`` over ``checkpoint`` = [init, end]; fits: ``<name>`` (the fitted
-    exponent/slope, NaN with fewer than 3 finite points) and ``<name>_stderr``; ``measured_phase``:
-    ``<name>`` (strings); each per group of the ``by`` axes (:func:`_over`), computed on its sub-grid."""
+    exponent/slope, NaN with fewer than 3 finite points) and ``<name>_stderr``; each per group of
+    the ``by`` axes (:func:`_over`), computed on its sub-grid."""
     if summary.kind == "endpoints":
         series = ds[summary.y]
         table = xr.concat([series.isel(time=0, drop=True), final_value(series)], dim="checkpoint")
         return xr.Dataset({summary.name: table.assign_coords(checkpoint=["init", "end"])})
     by = summary.by_axes
-    groups = [sub_grid(ds, dict(zip(by, key))) for key in _group_keys(ds, by)]
-    if summary.kind == "measured_phase":
-        phases = [measured_phase(sub, summary) for sub in groups]
-        return xr.Dataset({summary.name: _over(by, ds, summary.name, phases, dtype=object).astype(str)})
     fit = FITS[summary.kind]
 
     def one(sub: xr.Dataset) -> tuple[float, float]:
@@ -143,36 +141,63 @@ def summary_variables(ds: xr.Dataset, summary) -> xr.Dataset:
         slope, _, stderr = fit(x, sub[summary.y].values)
         return slope, stderr
 
-    values = [one(sub) for sub in groups]
+    values = [one(sub_grid(ds, dict(zip(by, key)))) for key in _group_keys(ds, by)]
     return xr.Dataset({summary.name: _over(by, ds, summary.name, [v[0] for v in values]),
                        f"{summary.name}_stderr": _over(by, ds, summary.name, [v[1] for v in values])})
 
 
-def measured_phase(sub: xr.Dataset, summary) -> str:
-    """The phase of one scaling from its runs along d (``summary.x``); see :class:`SummarySpec`.
-    Runs missing from a sparse grid (no run id) are left out; "none" if no run is left."""
+def measured_phases(study, summary, ds: xr.Dataset) -> xr.Dataset:
+    """``<name>``: the measured phase of each group of ``by`` (:func:`measured_phase`), and beside it
+    ``<name>_exponent`` ± ``<name>_exponent_stderr`` (the power-law fit of y over x it judges) and
+    ``<name>_predicted_exponent`` (p = min(T − I, 0) of the group's scaling powers), per group in
+    ``ds``'s layout (:func:`_over`)."""
+    by = summary.by_axes
+    keys = _group_keys(ds, by)
+    predicted = [e.kernel_change if e else float("nan") for e in _group_exponents(study, by, keys)]
+    rows = [measured_phase(sub_grid(ds, dict(zip(by, key))), summary, p) for key, p in zip(keys, predicted)]
+    name = summary.name
+    return xr.Dataset({name: _over(by, ds, name, [r[0] for r in rows], object).astype(str),
+                       f"{name}_exponent": _over(by, ds, name, [r[1] for r in rows]),
+                       f"{name}_exponent_stderr": _over(by, ds, name, [r[2] for r in rows]),
+                       f"{name}_predicted_exponent": _over(by, ds, name, predicted)})
+
+
+def measured_phase(sub: xr.Dataset, summary, predicted: float) -> tuple[str, float, float]:
+    """The phase of one scaling from its runs along d (``summary.x``), with the fitted exponent b
+    and its standard error s of y over d that it judges against the ``predicted`` exponent
+    (:func:`ntkpipe.theory.phases.exponent_phase`); see :class:`SummarySpec`. Runs missing from a
+    sparse grid (no run id) are left out; "none" if no run is left."""
+    fit = summary_variables(sub, _fit_of(summary))
+    exponent, stderr = float(fit[summary.exponent]), float(fit[f"{summary.exponent}_stderr"])
     present = sub["run_id"] != ""
     if not bool(present.any()):
-        return "none"
+        return "none", exponent, stderr
     if bool((sub["diverged"].where(present, 0) > 0).any()):
-        return "unstable"
+        return "unstable", exponent, stderr
     x = summary.x
     largest = sub[x].where(present.any([d for d in present.dims if d != x]), drop=True).values.max()
     at = sub.sel({x: largest})
     loss = at["loss"].where(at["run_id"] != "")
-    ratio = float((final_value(loss) / loss.isel(time=0)).mean())
-    if ratio > summary.frozen_loss_ratio:
-        return "frozen"
-    exponent = float(summary_variables(sub, _fit_of(summary)).get(summary.exponent))
-    change = float(at[summary.y].where(at["run_id"] != "").mean())
-    if exponent < summary.kernel_below or change < summary.min_change:
-        return "kernel"
-    return "learning"
+    if float((final_value(loss) / loss.isel(time=0)).mean()) > summary.frozen_loss_ratio:
+        return "frozen", exponent, stderr
+    if float(at[summary.y].where(at["run_id"] != "").mean()) < summary.min_change:
+        return "kernel", exponent, stderr
+    return phases.exponent_phase(exponent, stderr, predicted, summary.stderrs), exponent, stderr
 
 
 def _fit_of(summary):
     """The power_law summary a measured_phase reads, over no axis (for one group's runs)."""
     return type(summary)(name=summary.exponent, kind="power_law", x=summary.x, y=summary.y)
+
+
+def _group_exponents(study, by: list[str], keys: list[tuple]) -> list[phases.Exponents | None]:
+    """The :class:`~ntkpipe.theory.phases.Exponents` of each group ``keys`` of ``by`` from the scaling
+    powers of its runs (None for a group without runs)."""
+    found: dict[tuple, phases.Exponents] = {}
+    for point, run, scaling in zip(study.points, study.runs, study.scalings):
+        found[tuple(point[a] for a in by)] = phases.exponents_from_powers(
+            dict(scaling.powers), run.model.depth, run.model.parameterization, run.model.layer_variance is not None)
+    return [found.get(k) for k in keys]
 
 
 def predicted_phases(study, summary, ds: xr.Dataset) -> xr.Dataset:
@@ -181,11 +206,7 @@ def predicted_phases(study, summary, ds: xr.Dataset) -> xr.Dataset:
     the relative NTK change), from the scaling powers of its runs (:mod:`ntkpipe.theory.phases`); per
     group of ``by`` in ``ds``'s layout (:func:`_over`), "none"/NaN for a grid's groups without runs."""
     by = summary.by_axes
-    found: dict[tuple, phases.Exponents] = {}
-    for point, run, scaling in zip(study.points, study.runs, study.scalings):
-        found[tuple(point[a] for a in by)] = phases.exponents_from_powers(
-            dict(scaling.powers), run.model.depth, run.model.parameterization, run.model.layer_variance is not None)
-    rows = [found.get(k) for k in _group_keys(ds, by)]
+    rows = _group_exponents(study, by, _group_keys(ds, by))
     nan = float("nan")
 
     def var(values, dtype=float):

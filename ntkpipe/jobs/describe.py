@@ -136,12 +136,26 @@ def summary_attrs(study) -> dict[str, dict[str, str]]:
             out[s.name] = {"long_name": f"{y} (init, end)",
                            "description": f"{s.y} at init (t = 0) and at its last finite time, over checkpoint"}
         elif s.kind == "measured_phase":
+            k, fit, d = s.stderrs, f"log {s.y} = a + b log {s.x}", axis_label(study.axis_keys.get(s.x, s.x))
             out[s.name] = {"long_name": "measured phase",
-                           "description": f"phase read off the runs along {s.x}{by}: unstable if a run diverged; "
-                                          f"frozen if at the largest {s.x} the loss kept > {s.frozen_loss_ratio} of "
-                                          f"its initial value; kernel if the exponent {s.exponent} < "
-                                          f"{s.kernel_below} or {s.y} at the largest {s.x} < {s.min_change}; "
+                           "description": f"phase read off the runs along {s.x}{by}, judged against the predicted "
+                                          f"exponent p = min(T − I, 0) of {s.y} (solvable-model Sec. 3, Table 1): "
+                                          f"unstable if a run diverged; frozen if at the largest {s.x} the loss kept "
+                                          f"> {s.frozen_loss_ratio} of its initial value; kernel if {s.y} at the "
+                                          f"largest {s.x} < {s.min_change}, or the fitted exponent b ± s "
+                                          f"({s.name}_exponent ± {s.name}_exponent_stderr) has b + {k}·s < 0 "
+                                          f"(significantly below the learning phase's 0), or |b − p| ≤ {k}·s and "
+                                          f"|b − p| < |b| (consistent with a predicted p < 0 and nearer it than 0); "
                                           "else learning"}
+            out[f"{s.name}_exponent"] = {"long_name": f"measured exponent of {y} in {d}",
+                                         "description": f"b of the least-squares fit {fit} that {s.name} judges "
+                                                        f"(seeds pooled){by}"}
+            out[f"{s.name}_exponent_stderr"] = {"long_name": f"standard error of {s.name}_exponent",
+                                                "description": f"standard error s of b in {fit}{by}"}
+            out[f"{s.name}_predicted_exponent"] = {
+                "long_name": f"predicted exponent of {y} in {d}",
+                "description": "p = min(T − I, 0) from the exponents of λ² under the scaling powers "
+                               f"(solvable-model Sec. 3, Table 1, ntkpipe.theory.phases){by}"}
         else:  # predicted_phase
             source = "from the exponents of λ² under the scaling powers (solvable-model Sec. 3, ntkpipe.theory.phases)"
             out[s.name] = {"long_name": "predicted phase",

@@ -523,8 +523,11 @@ MEASUREMENTS = [
 
 REGISTRY: dict[str, Measurement] = {m.name: m for m in MEASUREMENTS}
 VARIABLES: dict[str, Variable] = {v.name: v for m in MEASUREMENTS for v in m.variables}
-ALWAYS_RECORDED = (Variable("diverged", "diverged", description="1 if the training loss became non-finite: the run "
-                            "stopped there, its later series and final measurements are NaN; else 0"),)
+ALWAYS_RECORDED = (Variable("diverged", "diverged", description="1 if at a checkpoint the training loss or the "
+                            "parameters became non-finite or the loss exceeded train.divergence_factor (default 1e6) "
+                            "times its initial loss: the run stopped there, its later series and final measurements "
+                            "are NaN, however finite it would have looked later; or if its last loss exceeds 10 "
+                            "times its initial loss (series kept); else 0"),)
 _OWNER: dict[str, Measurement] = {v.name: m for m in MEASUREMENTS for v in m.variables}
 
 

@@ -370,7 +370,10 @@ class CheckpointSpec(Strict):
 
 
 class TrainSpec(Strict):
-    """Training. Exactly one of ``steps``, ``epochs`` or ``max_time`` (gradient-flow time t = lr·step)."""
+    """Training. Exactly one of ``steps``, ``epochs`` or ``max_time`` (gradient-flow time t = lr·step).
+    ``divergence_factor`` (> 1, default 10⁶): a run whose loss at a checkpoint is non-finite or above
+    this multiple of its initial loss diverged and stops there (:mod:`ntkpipe.train.loop`), however
+    finite it would look later (e.g. a network dead after a blow-up)."""
 
     optimizer: OptimizerSpec
     loss: Literal["mse", "bce"] = axis("loss_function", default="mse")
@@ -380,6 +383,9 @@ class TrainSpec(Strict):
     max_time: float | None = Field(None, gt=0)
     checkpoints: CheckpointSpec = CheckpointSpec()
     dtype: Literal["float32", "float64"] = "float32"
+    divergence_factor: float = Field(
+        1e6, gt=1, exclude_if=lambda v: v == 1e6,
+        description="a run whose loss at a checkpoint exceeds this multiple of its initial loss diverged (it stops there)")
 
     @model_validator(mode="after")
     def _one_duration(self):
@@ -453,11 +459,16 @@ class SummarySpec(Strict):
       ``checkpoint`` = [init, end] (e.g. linearized-networks Table 1);
     - ``predicted_phase``: the phase (kernel, learning, frozen, unstable) that λ²'s exponents predict
       for the study's ``scaling`` powers (:mod:`ntkpipe.theory.phases`; depth-2 networks);
-    - ``measured_phase``: the phase read off the runs along the scale parameter ``x`` (= d):
+    - ``measured_phase``: the phase read off the runs along the scale parameter ``x`` (= d), judged
+      against the exponent p = min(T − I, 0) that the study's ``scaling`` powers predict for y, the
+      relative NTK change (solvable-model Sec. 3, Table 1; :mod:`ntkpipe.theory.phases`):
       ``unstable`` if a run diverged; else ``frozen`` if at the largest d the training loss kept more
-      than ``frozen_loss_ratio`` of its initial value; else ``kernel`` if the fitted exponent
-      ``exponent`` (a power_law summary of y over x) is below ``kernel_below``, or y at the largest d
-      is below ``min_change``; else ``learning``.
+      than ``frozen_loss_ratio`` of its initial value; else ``kernel`` if y at the largest d is below
+      ``min_change``, or the fitted exponent b ± s (``exponent``, a power_law summary of y over x, and
+      its standard error) is significantly below 0, the learning phase's O(1) change (b + k·s < 0),
+      or consistent with a predicted p < 0 and nearer it than 0 (|b − p| ≤ k·s and |b − p| < |b|),
+      with k = ``stderrs``; else ``learning``. It stores ``<name>_exponent``,
+      ``<name>_exponent_stderr`` and ``<name>_predicted_exponent`` beside the phase.
     """
 
     name: str
@@ -466,13 +477,23 @@ class SummarySpec(Strict):
     y: str | None = None
     by: str | list[str] | None = None
     exponent: str | None = Field(None, exclude_if=lambda v: v is None, description="measured_phase: the power_law summary of y over x")
-    kernel_below: float = Field(-0.5, lt=0, exclude_if=lambda v: v == -0.5, description="measured_phase: exponents below this are kernel")
+    stderrs: float = Field(2.0, gt=0, exclude_if=lambda v: v == 2.0,
+                           description="measured_phase: k, the standard errors within which exponents are consistent")
     min_change: float = Field(0.02, ge=0, exclude_if=lambda v: v == 0.02, description="measured_phase: y at the largest x below this is kernel")
     frozen_loss_ratio: float = Field(0.5, gt=0, lt=1, exclude_if=lambda v: v == 0.5, description="measured_phase: L_T/L_0 above this is frozen")
 
     @property
     def by_axes(self) -> list[str]:
         return [] if self.by is None else [self.by] if isinstance(self.by, str) else list(self.by)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_kernel_below(cls, data):
+        if isinstance(data, dict) and "kernel_below" in data:
+            raise CrossKeyError("'kernel_below' was removed: a measured_phase now judges the fitted exponent "
+                                "against the predicted T − I within 'stderrs' (default 2) standard errors; "
+                                "delete 'kernel_below'", ("kernel_below",))
+        return data
 
     @model_validator(mode="after")
     def _fit_fields(self):

@@ -286,9 +286,9 @@ def _summary_problems(spec: StudySpec, points: list[dict] | None, runs: list[Run
             problems += _check_axis(axis_name, points, where + (("by", j) if isinstance(s.by, list) else ("by",)), "by")
         kinds = ("series",) if s.kind == "endpoints" else ("scalar",)
         problems += _check_variable(s.y, variables, kinds, where + ("y",))
-        if s.kind == "predicted_phase" and points is not None:
+        if s.kind in ("predicted_phase", "measured_phase") and points is not None:
             problems += _predicted_phase_problems(s, points, runs, scalings, where)
-        elif s.kind == "measured_phase":
+        if s.kind == "measured_phase":
             fits = {f.name: f for f in spec.summaries[:i] if f.kind == "power_law"}
             fit = fits.get(s.exponent)
             if fit is None:
@@ -303,11 +303,12 @@ def _summary_problems(spec: StudySpec, points: list[dict] | None, runs: list[Run
 
 
 def _predicted_phase_problems(s, points: list[dict], runs: list[RunSpec], scalings: list, where: tuple) -> list[Problem]:
-    """Every value of ``by`` has one set of powers, of a depth-2 standard-parameterization net."""
+    """Every value of ``by`` has one set of powers, of a depth-2 standard-parameterization net (a
+    measured_phase judges its runs against the exponent these powers predict)."""
     from ntkpipe.theory.phases import exponents_from_powers
 
     if not any(scalings):
-        return [(where + ("kind",), "a predicted_phase needs the study's 'scaling' (hyperparameters as powers of d)")]
+        return [(where + ("kind",), f"a {s.kind} needs the study's 'scaling' (hyperparameters as powers of d)")]
     seen: dict[tuple, dict] = {}
     for point, run, scaling in zip(points, runs, scalings):
         key = tuple(point.get(a) for a in s.by_axes)

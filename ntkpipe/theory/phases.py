@@ -20,6 +20,10 @@ fixed number of steps), λ → ∞ is ``unstable`` (gradient descent with a step
 with λ = O(1) the model is in the ``kernel`` phase when T < I (the relative NTK change
 K_T/K₀ − 1 = √(1 + 4T/I-ratio) − 1 ∝ d^{T − I} → 0) and ``learning`` otherwise (O(1) change).
 The initial output f₀ = κ u₀·w₀ is assumed O(1) (or zero, as with a mirrored init).
+
+A measured exponent b ± s of the relative NTK change is judged against the two phases' exponents,
+0 (learning) and the predicted p = min(T − I, 0) (:func:`exponent_phase`), so any cell of the
+(n, k, v_W, v_u, e_W, e_u) space is judged by its own prediction, not by one threshold.
 """
 
 from __future__ import annotations
@@ -71,6 +75,21 @@ def predicted_phase(e: Exponents, tol: float = 1e-9) -> str:
     if e.speed < -tol:
         return "frozen"
     return "kernel" if e.target_term < e.init_term - tol else "learning"
+
+
+def exponent_phase(exponent: float, stderr: float, predicted: float, stderrs: float = 2.0,
+                   tol: float = 1e-9) -> str:
+    """``kernel`` or ``learning`` from a fitted exponent b ± s (standard error) of the relative NTK
+    change over d and the predicted exponent p = min(T − I, 0), with k = ``stderrs``:
+
+        kernel  if b + k·s < 0                          (significantly below 0, the learning phase's O(1) change)
+                or |b − p| ≤ k·s and |b − p| < |b|,      (consistent with a predicted p < 0 and nearer it than 0)
+        learning otherwise (a NaN b included).
+
+    ``tol`` absorbs rounding: an exact fit of identical changes gives b ≈ −1e−16 ± 4e−17, i.e. 0 ± 0."""
+    below_zero = exponent + stderrs * stderr < -tol
+    near_predicted = abs(exponent - predicted) <= stderrs * stderr + tol and abs(exponent - predicted) < abs(exponent)
+    return "kernel" if below_zero or (predicted < -tol and near_predicted) else "learning"
 
 
 def stable_lr(width: float, output_scale: float, variance_w: float, variance_u: float) -> float:

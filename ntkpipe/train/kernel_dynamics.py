@@ -10,8 +10,9 @@ replace the network by a prescribed kernel K(t):
     ofe_fit  the OFE with γ̂, fitted so that A(K₀ + γ̂yyᵀ, y) is the trained network's final alignment
 
 Their checkpoints are the run's (same steps, same time axis t = η₀·step), so they overlay the network.
-A kernel run is diverged like a network's (:mod:`ntkpipe.train.loop`): a non-finite loss, a final loss
-above ``EXPLOSION_FACTOR`` times the initial, or (KGD) a step beyond the stability edge.
+A kernel run is diverged like a network's (:mod:`ntkpipe.train.loop`): a non-finite loss or one above
+``train.divergence_factor`` times the initial (which stop it), a final loss above ``EXPLOSION_FACTOR``
+times the initial, or (KGD) a step beyond the stability edge.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ntkpipe.progress import Progress
 from ntkpipe.spec.schema import TrainSpec
 from ntkpipe.theory.feature_evolution import fit_feature_rate, ofe_solve
 from ntkpipe.theory.kernel_gd import kernel_gd
-from ntkpipe.train.loop import Trajectory, checkpoint_steps, exploded, stack_records, total_steps
+from ntkpipe.train.loop import Trajectory, blew_up, checkpoint_steps, exploded, stack_records, total_steps
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def evolve_kernel(kind: str, start: KernelStart, spec: TrainSpec, *, gamma: floa
             record = measure(index, index == len(steps) - 1, f_train.reshape(p, c),
                              None if f_test is None else f_test.reshape(-1, c), gram)
         records.append(record)
-        if not np.isfinite(record["loss"]) and not unfitted:
+        if not unfitted and blew_up(records[0]["loss"], record["loss"], spec.divergence_factor):
             diverged = True
             break
         progress.update(index, loss=record["loss"])

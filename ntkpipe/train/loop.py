@@ -2,10 +2,13 @@
 
 Between two checkpoints, ``_advance`` runs n optimizer steps inside one ``lax.fori_loop`` (n is traced,
 so one compilation serves every segment, every run with the same shapes and every σ or seed).
-Time is gradient-flow time t = η₀ · step. A run is *diverged* (:func:`exploded`) when its loss is
-non-finite at some step, which stops it (the remaining checkpoints are NaN), or when its last
-measured loss exceeds ``EXPLOSION_FACTOR`` times its initial loss (finite but exploding: a run too
-short to overflow, down to a single step, whose series stays recorded).
+Time is gradient-flow time t = η₀ · step. A run is *diverged* when its loss is non-finite at some
+step, or its parameters at a checkpoint, or when its loss at a checkpoint exceeds
+``train.divergence_factor`` times its initial loss (:func:`blew_up`): each stops it there (the
+remaining checkpoints are NaN), however finite it would look later (a ReLU net dead after a blow-up
+settles at the loss of a zero output). It is also diverged when its last measured loss exceeds
+``EXPLOSION_FACTOR`` times its initial loss (:func:`exploded`; finite but exploding: a run too short
+to overflow, down to a single step, whose series stays recorded).
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ EXPLOSION_FACTOR = 10.0
 magnitude worse than it started. No run of the default studies ends above its initial loss (the largest
 final/initial ratio is 0.99, the largest mid-run ratio 1.4), and the runs that blow up pass 10¹⁶ within
 a few checkpoints; a single step with a huge learning rate multiplies the loss by about (η λ_max)²."""
+
+
+def blew_up(initial: float, loss: float, factor: float) -> bool:
+    """Whether a checkpoint's loss stops the run as diverged: non-finite, or L_t > ``factor`` · L_0
+    (``train.divergence_factor``), with L_0 the loss at step 0. Its default 10⁶ lies far above the
+    healthy runs (the default studies' largest mid-run ratio is 1.4, a catapult's a few) and far below
+    the blow-ups (10⁹ and more within a few steps, e.g. of a ReLU net that dies of it)."""
+    return bool(not np.isfinite(loss) or loss > factor * initial)
 
 
 def exploded(initial: float, final: float) -> bool:
@@ -106,7 +117,8 @@ def layer_multipliers(diff, spec: OptimizerSpec, dtype):
 
 def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, *,
                   loss_name, direction, schedule, batch_size):
-    """n_steps optimizer steps from step0; returns (diff, opt_state, finite)."""
+    """n_steps optimizer steps from step0; returns (diff, opt_state, finite): whether the loss of
+    every step and the parameters after the last are finite."""
     per_example = LOSSES[loss_name]
     n = x.shape[0]
     spe = 1 if batch_size is None else -(-n // batch_size)
@@ -133,7 +145,8 @@ def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, tota
         d = jax.tree.map(lambda p, u, m: p - eta * m * u, d, updates, multipliers)
         return d, state, finite & jnp.isfinite(loss)
 
-    return jax.lax.fori_loop(0, n_steps, body, (diff, opt_state, jnp.array(True)))
+    diff, opt_state, finite = jax.lax.fori_loop(0, n_steps, body, (diff, opt_state, jnp.array(True)))
+    return diff, opt_state, finite & jnp.array([jnp.all(jnp.isfinite(p)) for p in jax.tree.leaves(diff)]).all()
 
 
 _advance = eqx.filter_jit(advance_steps)
@@ -145,10 +158,10 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
     (``index`` counts checkpoints from 0; ``last`` marks the final one). Steps use the learning rate
     η₀·``lr_scale`` (η₀γ² for a network with feature-learning rate γ); time stays t = η₀·step.
 
-    ``measure`` returns a dict of floats or arrays (a non-finite ``loss`` stops the run, and it or a
-    final loss above ``EXPLOSION_FACTOR`` times the initial marks it diverged; other values may be NaN
-    where a measurement skips a checkpoint); each is stacked over checkpoints into a series, NaN
-    after a stop.
+    ``measure`` returns a dict of floats or arrays (a ``loss`` that :func:`blew_up` stops the run and
+    marks it diverged, as do non-finite parameters or a final loss above ``EXPLOSION_FACTOR`` times the
+    initial; other values may be NaN where a measurement skips a checkpoint); each is stacked over
+    checkpoints into a series, NaN after a stop.
     """
     dtype = jnp.dtype(spec.dtype)
     x = jnp.asarray(x_train, dtype)
@@ -187,7 +200,7 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
             record = measure(eqx.combine(diff, static), index, index == last)
         seconds["measure"] += time.perf_counter() - tic
         records.append(record)
-        if "loss" in record and not np.isfinite(record["loss"]):
+        if "loss" in record and blew_up(records[0]["loss"], record["loss"], spec.divergence_factor):
             diverged = True
             break
         progress.update(done, loss=record.get("loss"))

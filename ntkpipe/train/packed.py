@@ -9,8 +9,10 @@ bit-identical on CPU; a ``vmap`` sums batched matmuls in another order, which Ad
 interpolation amplifies to percent-level differences of the final parameters), and returns what
 the checkpoint measurements share, for every member (vmapped): outputs f(X_train), f(X_test) and
 the training Gram Θ(X_train, X_train) (:class:`PackCheckpoint`); each member's measurements then
-read their slices (:class:`ntkpipe.measure.context.PackedView`). A member whose loss turns
-non-finite stops (its remaining checkpoints are NaN) while the others go on.
+read their slices (:class:`ntkpipe.measure.context.PackedView`). A member that diverges as a run of
+:func:`ntkpipe.train.loop.train` does (non-finite loss or parameters, a loss above
+``train.divergence_factor`` times its initial) stops (its remaining checkpoints are NaN) while the
+others go on.
 ``tests/test_packed.py`` states the tolerance.
 """
 
@@ -29,7 +31,7 @@ from ntkpipe.models import trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.progress import Progress
 from ntkpipe.spec.schema import TrainSpec
-from ntkpipe.train.loop import (Trajectory, advance_steps, cast_floats, checkpoint_steps, exploded,
+from ntkpipe.train.loop import (Trajectory, advance_steps, blew_up, cast_floats, checkpoint_steps, exploded,
                                 layer_multipliers, stack_records, steps_per_epoch, total_steps)
 from ntkpipe.train.optim import update_direction
 
@@ -209,7 +211,7 @@ def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Seq
             with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
                 record = measures[i](checkpoint, i, index, index == last)
             records[i].append(record)
-            if "loss" in record and not np.isfinite(record["loss"]):
+            if "loss" in record and blew_up(records[i][0]["loss"], record["loss"], spec.divergence_factor):
                 running[i], diverged[i] = False, True
                 stopped[i] = unstack(diffs, i)
         seconds_measure += time.perf_counter() - tic
