@@ -69,5 +69,5 @@ class Progress:
         """The last line, then ``<label> diverged (…)`` if the run diverged."""
         self.bar.close()
         if diverged:
-            self.bar.fp.write(f"{self.label} diverged (loss non-finite or exploded)\n")
+            self.bar.fp.write(f"{self.label} diverged (loss or parameters non-finite, or the loss above train.divergence_factor × its initial value)\n")
             self.bar.fp.flush()

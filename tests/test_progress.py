@@ -35,7 +35,7 @@ def test_eta_excludes_the_compiled_first_segment_and_lines_carry_the_label():
     progress.close(diverged=True)
     lines = out.getvalue().splitlines()
     assert lines[1] == "tiny σ=0.03 seed=1  20% 200/1000 steps, loss=0.25 [eta 01:20]"  # 07:20 with compilation
-    assert lines[-1] == "tiny σ=0.03 seed=1 diverged (loss non-finite or exploded)"
+    assert lines[-1] == "tiny σ=0.03 seed=1 diverged (loss or parameters non-finite, or the loss above train.divergence_factor × its initial value)"
     assert all(line.startswith("tiny σ=0.03 seed=1 ") for line in lines)
 
 
