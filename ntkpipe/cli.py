@@ -50,7 +50,7 @@ def cmd_validate(args) -> int:
                     continue
                 print(f"note: {label}{err.path}: too large for this machine, refused when this variant runs here:\n"
                       + "\n".join(f"  - {p}" for p in err.problems), file=sys.stderr)
-            counts.append(f"{variant}: {len(study.runs)} runs")
+            counts.append(f"{variant}: {len(study.runs)} run{'' if len(study.runs) == 1 else 's'}")
         if not failed:
             print(f"ok {spec} ({'; '.join(counts)})")
         status |= failed

@@ -120,7 +120,7 @@ def test_a_run_that_cannot_fit_is_refused_with_its_sweep_point_and_the_fix(tmp_p
     # the default variant must fit (an error), a named variant is a note unless it is the one validated
     assert main(["validate", str(small)]) == 0
     out = capsys.readouterr()
-    assert out.out == f"ok {small} (default: 2 runs; paper: 1 runs)\n"
+    assert out.out == f"ok {small} (default: 2 runs; paper: 1 run)\n"
     assert f"note: [variant paper] {small}: too large for this machine, refused when this variant runs here:" in out.err
     assert main(["validate", "--variant", "paper", str(small)]) == 1
     assert "would need about" in capsys.readouterr().err
