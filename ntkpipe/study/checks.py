@@ -357,6 +357,7 @@ def _figure_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem
             used = [variables[v] for v in ys if v in variables]
             problems += _check_dim(fig.x, points, used, where + ("x",), "x")
             problems += _check_dim(fig.hue, points, used, where + ("hue",), "hue")
+            problems += _log_label_axis_problems(fig, points, where)
         elif fig.kind == "time_series":
             for j, v in enumerate(fig.variables):
                 problems += _check_variable(v, variables, ("series",), where + ("variables", j))
@@ -386,6 +387,17 @@ def _figure_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem
                                  "figure needs a variable with two (rows, columns), e.g. ksm (output, target)"))
             problems += _check_axis(fig.col, points, where + ("col",), "col")
     return problems
+
+
+def _log_label_axis_problems(fig, points: list[dict] | None, where: tuple) -> list[Problem]:
+    """A sweep figure's ``logx`` needs a numeric x: labels (a case axis, activations) have no log scale."""
+    if not fig.logx or not points or fig.x not in points[0]:
+        return []
+    labels = sorted({str(p[fig.x]) for p in points if not isinstance(p[fig.x], (int, float))})
+    if not labels:
+        return []
+    return [(where + ("logx",), f"x {fig.x!r} takes labels ({', '.join(labels)}), which have no log scale; "
+                                "remove logx (or set it to false)")]
 
 
 def _plotted(fig, variables: dict[str, Variable]) -> list[Variable]:
