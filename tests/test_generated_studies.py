@@ -41,8 +41,9 @@ pytestmark = pytest.mark.workflow
 STUDIES_PER_RUN = int(os.environ.get("NTKPIPE_GENERATED_STUDIES", "3"))
 """Studies drawn into one Snakemake invocation."""
 
-EXAMPLES_PER_WORKFLOW = 50
-"""One Snakemake example for this many of the profile's examples (ci: 1 of 50; long: 100 of 5000)."""
+EXAMPLES_PER_WORKFLOW = 25
+"""One Snakemake example per this many of the profile's examples (ci: 2, the first of them the simplest
+studies; long: 200, so 600 studies)."""
 
 REGRESSIONS = Path(__file__).parent / "generated_regressions"
 
@@ -125,8 +126,9 @@ def study_failures(study: DrawnStudy, workdir: Path) -> list[str]:
     plan = index.plans[study.name]
     missing = [t for t in index.targets() if not (workdir / t).exists() and not Path(t).exists()]
     if missing:
-        logs = sorted((workdir / "results" / "logs").rglob("*.log"))
-        errors = [f"--- {p.name}\n{p.read_text()[-1500:]}" for p in logs if "Traceback" in p.read_text()]
+        ids = _job_ids(workdir, study.name) | {study.name}
+        logs = [p for p in sorted((workdir / "results" / "logs").rglob("*.log")) if p.stem in ids]
+        errors = [f"--- {p.parent.name}/{p.name}\n{p.read_text()[-2000:]}" for p in logs if "Traceback" in p.read_text()]
         return [f"not written: {missing}", *errors]
     problems = []
     ds = open_dataset(plan.dataset_path if plan.dataset_path.is_absolute() else workdir / plan.dataset_path)
