@@ -50,18 +50,20 @@ REGRESSIONS = Path(__file__).parent / "generated_regressions"
 
 def write_fake_image_data(root: Path) -> dict[str, str]:
     """Tiny MNIST and CIFAR-10 directories in the official formats (IDX; pickled batches), classes
-    0 … 9 in turn so every class has points: source → directory."""
+    0 … 9 in turn, 10 test images of each (the generated studies draw n_test <= 6 of two classes or
+    more): source → directory."""
     rng = np.random.default_rng(0)
     mnist = root / "mnist"
     mnist.mkdir(parents=True, exist_ok=True)
     for key, name in MNIST_NAMES.items():
-        n = 80 if "train" in key else 40
+        n = 200 if "train" in key else 100
         arr = rng.integers(0, 256, (n, 28, 28)) if key.startswith("x") else np.arange(n) % 10
         (mnist / name).write_bytes(idx_bytes(arr))
     batches = root / "cifar10" / files.CIFAR10_DIRNAME
     batches.mkdir(parents=True, exist_ok=True)
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-        write_batch(batches / name, rng.integers(0, 256, (20, 3072), dtype=np.uint8), [i % 10 for i in range(20)])
+        n = 100 if name == "test_batch" else 40
+        write_batch(batches / name, rng.integers(0, 256, (n, 3072), dtype=np.uint8), [i % 10 for i in range(n)])
     return {"mnist": str(mnist), "cifar10": str(root / "cifar10")}
 
 

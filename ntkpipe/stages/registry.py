@@ -72,7 +72,11 @@ def _nad_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
 def _nad_check(spec, run: RunSpec) -> list[str]:
     d = math.prod(run.data.shape)
     j = run.data.directions.nad_index
-    return [f"data.directions.nad_index {j} exceeds the input dimension {d} of data.shape"] if j > d else []
+    problems = [f"data.directions.nad_index {j} exceeds the input dimension {d} of data.shape"] if j > d else []
+    if getattr(run.model, "init", "gaussian") == "near_parallel":  # the stage's network precedes its data
+        problems.append("model.init 'near_parallel' aligns the readout with the training inputs, which nad data "
+                        "are built from by this stage's network; use another init")
+    return problems
 
 
 def _pretrain_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
