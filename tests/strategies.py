@@ -382,6 +382,15 @@ def _sweep(draw, spec: dict) -> tuple[dict, dict]:
     return {}, {"wider": {"sweep": {a: options[a]}}}  # variants: the default has no sweep
 
 
+def _scaling(draw, spec: dict) -> dict | None:
+    """Hyperparameters as powers of d (solvable-model Sec. 3): the width and one or two scalar
+    leaves the spec sets, each with a power in {-1, -0.5, 0, 0.5, 1}."""
+    scalable = [a for a in ("output_scale", "lr", "sigma") if get_path(spec, AXES[a]) is not None]
+    powers = {"width": 1.0, **{a: draw(st.sampled_from([-1.0, -0.5, 0.0, 0.5]))
+                               for a in draw(st.lists(st.sampled_from(scalable), max_size=2, unique=True))}}
+    return {"d": [1, 2], "reference": 1, "powers": powers}
+
+
 # ------------------------------------------------------------------ measurements from the registry
 
 
@@ -574,12 +583,18 @@ def valid_studies(draw, directory: Path, data_dirs: dict[str, str] | None = None
         spec["sweep"] = sweep
     if variants:
         spec["variants"] = variants
+    if "width" in spec["model"] and draw(st.integers(0, 3)) == 0:
+        scaling = _scaling(draw, spec)
+        scaled = _runs({**spec, "scaling": scaling}, directory, name)
+        if scaled is not None:
+            spec["scaling"], study = scaling, scaled
     spec["measure"] = _measure(draw, study.runs, must | {"loss"})
     axes = study.axes
+    has_scaling = "scaling" in spec
     numeric = [a for a in axes if all(isinstance(p[a], (int, float)) and not isinstance(p[a], bool)
                                       for p in study.points) and len({p[a] for p in study.points}) > 1]
     for _ in range(TRIES):
-        extra = {"summaries": _summaries(draw, spec["measure"], axes, numeric, has_scaling=False),
+        extra = {"summaries": _summaries(draw, spec["measure"], axes, numeric, has_scaling),
                  "figures": _figures(draw, spec["measure"], axes, numeric)}
         extra = {k: v for k, v in extra.items() if v}
         study = _runs({**spec, **extra}, directory, name)
