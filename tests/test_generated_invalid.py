@@ -14,7 +14,7 @@ from pathlib import Path
 import annotated_types
 import pytest
 import yaml
-from hypothesis import event, given, note
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from ntkpipe.cli import main
@@ -147,6 +147,7 @@ CONFLICTS = [
 ]
 
 
+@settings(max_examples=4 * settings().max_examples)  # no training: fast (ci: 200 examples)
 @given(data=st.data())
 def test_a_mutated_valid_study_is_stopped_with_file_line_and_key(data, tmp_path_factory):
     directory = Path(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp()))
