@@ -261,6 +261,22 @@ def _train(draw, model: dict, data: dict) -> dict:
     return train
 
 
+def _gradient_flow(spec: dict) -> None:
+    """The setting of the deep-linear theories (``requirements._gradient_flow_checks`` and a linear
+    net): whitened data, a bias-free linear network in the standard parameterization, full-batch GD
+    at a constant rate on the MSE loss; drawn now and then, since independent draws rarely meet it all."""
+    if spec["data"]["source"] in (*schema.SYNTHETIC_SOURCES, *schema.IMAGE_SOURCES):
+        spec["data"]["gamma"] = 0.0
+    spec["model"].update(activation="linear", bias=False, kind="network")
+    spec["model"].pop("gamma", None)
+    spec["model"].pop("origin", None)
+    if "layer_variance" not in spec["model"]:
+        spec["model"]["parameterization"] = "standard"
+    spec["train"]["optimizer"] = {"name": "gd", "lr": spec["train"]["optimizer"]["lr"]}
+    spec["train"]["loss"] = "mse"
+    spec["train"].pop("batch_size", None)
+
+
 # ------------------------------------------------------------------ stages: built from what a run names
 
 
@@ -419,7 +435,7 @@ def applicable(m: Measurement, runs: list[schema.RunSpec]) -> bool:
 def _measure(draw, runs: list[schema.RunSpec], must: set[str]) -> list:
     """Measurements the runs meet, with their ``depends_on`` closure and drawn options."""
     allowed = sorted(name for name, m in REGISTRY.items() if applicable(m, runs))
-    chosen = set(draw(st.lists(st.sampled_from(allowed), max_size=5, unique=True))) | must
+    chosen = set(draw(st.lists(st.sampled_from(allowed), max_size=6, unique=True))) | must
     while missing := {d for name in chosen for d in REGISTRY[name].depends_on} - chosen:
         chosen |= missing
     n_min = min(r.data.n_train for r in runs)
@@ -565,6 +581,8 @@ def valid_studies(draw, directory: Path, data_dirs: dict[str, str] | None = None
     train = _train(draw, model, data)
     spec: dict[str, Any] = {"description": f"generated study {name}", "seed": draw(st.integers(0, 2)),
                             "data": data, "model": model, "train": train}
+    if draw(st.integers(0, 3)) == 0:
+        _gradient_flow(spec)
     spec["stages"] = _stages(draw, spec)
     if not spec["stages"]:
         del spec["stages"]
