@@ -21,7 +21,6 @@ hook for checks the validator does not make yet); hypothesis rejects the rest (`
 from __future__ import annotations
 
 import copy
-import math
 import typing
 from types import SimpleNamespace
 from dataclasses import dataclass, field
@@ -211,10 +210,14 @@ def _cnn(draw, shape: tuple[int, ...]) -> dict | None:
     return model
 
 
+ARCHITECTURE_BUILDERS = {"mlp": lambda draw, shape: _mlp(draw),
+                         "cnn": lambda draw, shape: _cnn(draw, shape) if shape is not None else None}
+"""Architecture → (draw, image shape or None) → its model fields, None where it does not apply (an MLP then)."""
+
+
 def _model(draw, data: dict) -> dict:
     shape = image_shape(data)
-    architecture = draw(st.sampled_from(ARCHITECTURES))
-    model = _cnn(draw, shape) if architecture == "cnn" and shape is not None else _mlp(draw)
+    model = ARCHITECTURE_BUILDERS[draw(st.sampled_from(ARCHITECTURES))](draw, shape) or _mlp(draw)
     model["activation"] = draw(st.sampled_from(ACTIVATIONS))
     model["sigma"] = draw(st.sampled_from([0.5, 1.0, 1.5]))
     model["bias"] = draw(st.booleans())

@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 import annotated_types
-import pytest
 import yaml
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st

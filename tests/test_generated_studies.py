@@ -26,15 +26,16 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ntkpipe.data import files
 from ntkpipe.layout import open_dataset
 from ntkpipe.measure.registry import REGISTRY, variable_attrs
+from ntkpipe.stages import STAGES
 from ntkpipe.study.checks import SKIP_CHECKSUMS
 from ntkpipe.workflow import build_index
 from tests.conftest import REPO
-from tests.strategies import (ARCHITECTURES, FIGURE_BUILDERS, FIGURE_KINDS, SOURCES, STAGE_MODELS, DATA_BUILDERS,
-                              DrawnStudy, valid_studies)
+from tests.strategies import (ARCHITECTURE_BUILDERS, ARCHITECTURES, DATA_BUILDERS, FIGURE_BUILDERS, FIGURE_KINDS,
+                              SOURCES, STAGE_MODELS, DrawnStudy, valid_studies)
 from tests.test_data_files import MNIST_NAMES, idx_bytes, write_batch
-from ntkpipe.data import files
 
 pytestmark = pytest.mark.workflow
 
@@ -210,9 +211,8 @@ def test_builders_cover_the_registries():
     """A source, architecture, stage or figure kind the language gains needs a builder in tests/strategies.py."""
     assert set(DATA_BUILDERS) == set(SOURCES)
     assert set(FIGURE_BUILDERS) == set(FIGURE_KINDS)
-    from ntkpipe.stages import STAGES
     assert set(STAGE_MODELS) == set(STAGES)
-    assert set(ARCHITECTURES) == {"mlp", "cnn"}
+    assert set(ARCHITECTURE_BUILDERS) == set(ARCHITECTURES)
 
 
 @pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.yaml")) if REGRESSIONS.exists() else [],
