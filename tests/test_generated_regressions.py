@@ -71,3 +71,20 @@ measure: [loss]
 """)
     with pytest.raises(SpecError, match=r"line 1: data.directions: model.init 'near_parallel' aligns the readout"):
         load_study(path)
+
+
+def test_near_parallel_init_with_several_outputs_is_a_validation_error(tmp_path):
+    """The train job failed ("a near-parallel readout needs one output") on ten-class MNIST; now
+    validation says so at model.init, before any job."""
+    path = tmp_path / "study.yaml"
+    path.write_text("""\
+data: {source: digits, n_train: 9, n_test: 6}
+model: {depth: 2, width: 16, init: near_parallel, disturbance: 0.1}
+train: {optimizer: {name: gd, lr: 0.01}, epochs: 1}
+measure: [loss]
+""")
+    with pytest.raises(SpecError, match=r"line 2: model.init: init 'near_parallel' aligns one readout vector with "
+                                         r"the inputs; this task has 10 outputs"):
+        load_study(path)
+    path.write_text(path.read_text().replace("n_train: 9, n_test: 6", "classes: [0, 1], n_train: 9, n_test: 6"))
+    assert load_study(path).runs[0].model.init == "near_parallel"  # two classes: one ±1 output
