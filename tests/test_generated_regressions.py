@@ -88,3 +88,22 @@ measure: [loss]
         load_study(path)
     path.write_text(path.read_text().replace("n_train: 9, n_test: 6", "classes: [0, 1], n_train: 9, n_test: 6"))
     assert load_study(path).runs[0].model.init == "near_parallel"  # two classes: one ±1 output
+
+
+def test_a_run_error_is_not_blamed_on_a_case_that_does_not_set_its_key(tmp_path):
+    """batch_size > n_train was reported at ``sweep.cases.setting.base.batch_size`` (a case that
+    sets nothing); it belongs at train.batch_size, where the spec sets it."""
+    path = tmp_path / "study.yaml"
+    path.write_text("""\
+data: {source: linear_teacher, dim: 3, n_train: 9}
+model: {depth: 1, width: 4}
+train: {optimizer: {name: sgd, lr: 0.1}, steps: 2, batch_size: 12}
+measure: [loss]
+sweep:
+  cases:
+    setting: {base: {}, changed: {model: {sigma: 0.5}}}
+""")
+    with pytest.raises(SpecError) as err:
+        load_study(path)
+    assert "line 3: train.batch_size: train.batch_size 12 exceeds data.n_train 9" in str(err.value)
+    assert "sweep.cases" not in str(err.value)

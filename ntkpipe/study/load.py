@@ -20,7 +20,7 @@ from ntkpipe.study import checks
 from ntkpipe.study.size import run_count, run_limit, too_many_runs
 from ntkpipe.spec import scaling as scale
 from ntkpipe.spec.axes import AXES, suggest
-from ntkpipe.spec.paths import get_path, set_path
+from ntkpipe.spec.paths import MISSING, get_path, set_path
 from ntkpipe.spec.schema import CrossKeyError, RunSpec, ScalingSpec, StudySpec
 from ntkpipe.spec.sweep import (SweepError, axis_values, case_overrides, check_unique, expand, fill_unset_axes,
                                 to_dimensions)
@@ -459,7 +459,7 @@ def _sweep_problem(error: dict, point: dict, axis_keys: dict[str, str], config: 
             if axis_name in cases:
                 defined_at, override = cases[axis_name][value]
                 inside = _data_path(loc, override)
-                if inside:
+                if inside and get_path(override, inside, MISSING) is not MISSING:  # the case sets that key
                     return f"{where(defined_at + inside)}: case {axis_name}={value!r}: {message}"
     if keyed or not point:
         return f"{where(locs[0])}: {message}"
