@@ -107,3 +107,21 @@ sweep:
         load_study(path)
     assert "line 3: train.batch_size: train.batch_size 12 exceeds data.n_train 9" in str(err.value)
     assert "sweep.cases" not in str(err.value)
+
+
+def test_an_unknown_architecture_is_reported_at_its_key(tmp_path):
+    """``architecture: 7`` was reported at ``model`` with pydantic's words about ``_architecture()``."""
+    path = tmp_path / "study.yaml"
+    path.write_text("""\
+data: {source: linear_teacher, dim: 3, n_train: 9}
+model:
+  architecture: 7
+  depth: 1
+  width: 4
+train: {optimizer: {name: gd, lr: 0.1}, steps: 2}
+measure: [loss]
+""")
+    with pytest.raises(SpecError) as err:
+        load_study(path)
+    assert "line 3: model.architecture: unknown architecture '7'; use one of 'mlp', 'cnn'" in str(err.value)
+    assert "_architecture()" not in str(err.value)

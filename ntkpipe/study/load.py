@@ -339,6 +339,10 @@ def _format_pydantic(error: dict, merged: dict, where) -> str:
         hint = suggest(loc[-1], allowed) or (f" (allowed: {', '.join(allowed)})" if allowed else "")
         return f"{where(key_path)}: unknown key{hint}"
     message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "union_tag_invalid":  # the tag of a union section: model.architecture
+        tag = error.get("ctx", {}).get("tag")
+        expected = error.get("ctx", {}).get("expected_tags", "")
+        return f"{where(key_path + ('architecture',))}: unknown architecture {tag!r}; use one of {expected}"
     if error["type"] == "literal_error":
         choices = re.findall(r"'([^']*)'", error.get("ctx", {}).get("expected", ""))
         return f"{where(key_path)}: {message} (got {error.get('input')!r}){suggest(error.get('input'), choices)}"
