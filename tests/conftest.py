@@ -7,8 +7,18 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Hypothesis profiles: ``ci`` (the default) is reproducible -- derandomized, no example database --
+# and small; ``long`` is random and large: HYPOTHESIS_PROFILE=long python -m pytest tests/test_generated_*.py
+# Generated studies are slow to draw (each is validated), so the too_slow health check is off.
+settings.register_profile("ci", max_examples=50, deadline=None, derandomize=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("long", max_examples=5000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(autouse=True, scope="session")

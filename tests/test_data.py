@@ -64,6 +64,17 @@ def test_ten_class_digits_are_one_hot():
     assert output_count(spec) == 10
 
 
+def test_few_digits_have_a_target_column_per_output():
+    """11 digits (seed 2) hold 9 of the 10 classes: the targets are still one-hot over all 10 classes,
+    one column per network output, with class c in column c (found by tests/test_generated_studies.py)."""
+    spec = DataSpec.model_validate({"source": "digits", "n_train": 11, "n_test": 6, "seed": 2})
+    data = load_dataset(spec)
+    labels = np.concatenate([data.y_train, data.y_test]).argmax(1)
+    assert len(set(labels.tolist())) < 10  # the case: a class is missing from the draw
+    assert data.y_train.shape == (11, output_count(spec)) == (11, 10)
+    assert data.class_labels == {"classes": list(range(10))}
+
+
 def test_digits_too_many_points_is_a_clear_error():
     spec = DataSpec.model_validate({"source": "digits", "n_train": 300, "n_test": 100, "classes": [0, 1]})
     with pytest.raises(ValueError, match="exceeds the 360 digits"):

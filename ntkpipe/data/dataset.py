@@ -127,7 +127,7 @@ def load_dataset(spec: DataSpec, direction: np.ndarray | None = None) -> Dataset
         plus, minus = spec.labels.class_groups
         targets = [np.where(np.isin(labels, plus), 1.0, -1.0)[:, None] for labels in (labels_train, labels_test)]
         return Dataset(x_train, targets[0], x_test, targets[1], class_labels={"groups": [list(plus), list(minus)]})
-    classes = sorted(set(labels_train.tolist()) | set(labels_test.tolist())) if spec.classes is None else spec.classes
+    classes = list(range(SOURCE_CLASSES[spec.source])) if spec.classes is None else spec.classes  # every class, drawn or not
     return Dataset(x_train, class_targets(labels_train, classes), x_test, class_targets(labels_test, classes),
                    class_labels={"classes": list(classes)})
 

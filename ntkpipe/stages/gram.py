@@ -20,7 +20,7 @@ def compute_ntk_gram(job: StageJob, out: str | Path) -> Path:
     """Θ₀ over train ∪ test (train rows first), flattened to (n·C, n·C), float64."""
     tic = time.perf_counter()
     data = stage_data(job)
-    model = stage_network(job, data.input_shape)
+    model = stage_network(job, data.input_shape, data.principal_direction)
     gram = np.asarray(flatten_gram(empirical_ntk(model, data.x_all)))
     ds = xr.Dataset({"gram": (("row", "col"), gram)})
     ds["n_train"] = data.x_train.shape[0]

@@ -28,7 +28,8 @@ def stage_data(job: StageJob) -> Dataset:
     return run_data(DataSpec.model_validate(job.config["data"]), read_stages(job.inputs))
 
 
-def stage_network(job: StageJob, input_shape: tuple[int, ...]) -> eqx.Module:
-    """The network at init that ``job.config`` describes (``model``, ``seed``, ``outputs``)."""
+def stage_network(job: StageJob, input_shape: tuple[int, ...], input_direction=None) -> eqx.Module:
+    """The network at init that ``job.config`` describes (``model``, ``seed``, ``outputs``); a
+    near-parallel init aligns its readout with ``input_direction`` (the run's, from the same inputs)."""
     return build_model(MODEL_SPEC.validate_python(job.config["model"]), input_shape, job.config["outputs"],
-                       job.config["seed"])
+                       job.config["seed"], input_direction)

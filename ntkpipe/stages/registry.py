@@ -93,6 +93,9 @@ def _nad_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
     if spec.stein_vectors > d:
         problems.append((("stages", name, "stein_vectors"), f"stein_vectors {spec.stein_vectors} exceeds the {d} "
                          f"NADs of inputs of shape {list(run.data.shape)}; use stein_vectors <= {d}"))
+    if getattr(run.model, "init", "gaussian") == "near_parallel":  # the stage's network precedes its data
+        problems.append((("model", "init"), "model.init 'near_parallel' aligns the readout with the training "
+                         "inputs, which nad data are built from by this stage's network; use another init"))
     return problems
 
 

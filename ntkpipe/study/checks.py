@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ntkpipe.data import output_count
 from ntkpipe.data.file_checks import data_file_problems
 from ntkpipe.measure.registry import ALWAYS_RECORDED, REGISTRY, Variable
 from ntkpipe.spec.axes import suggest
@@ -44,7 +45,19 @@ def study_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict] | No
     return (_measure_problems(spec, runs, points) + _reference_problems(spec, runs)
             + _stage_problems(spec, runs, points) + _network_problems(runs, points)
             + _summary_problems(spec, points, runs, scalings or [None] * len(runs))
-            + _figure_problems(spec, points) + (_data_file_problems(runs) if data_files else []))
+            + _figure_problems(spec, points) + _init_problems(runs, points)
+            + (_data_file_problems(runs) if data_files else []))
+
+
+def _init_problems(runs: list[RunSpec], points: list[dict]) -> list[Problem]:
+    """A near-parallel init sets one readout vector u ∥ W n: the task must have one output."""
+    for run, point in zip(runs, points):
+        if getattr(run.model, "init", None) == "near_parallel" and (outputs := output_count(run.data)) != 1:
+            at = f" (sweep point {point})" if point else ""
+            return [(("model", "init"), f"init 'near_parallel' aligns one readout vector with the inputs; this task "
+                                        f"has {outputs} outputs{at}: use init gaussian, or a task with one output "
+                                        "(two classes, one teacher, ±1 labels)")]
+    return []
 
 
 def unknown_measurement(name: Any) -> str | None:

@@ -20,7 +20,7 @@ from ntkpipe.study import checks
 from ntkpipe.study.size import run_count, run_limit, too_many_runs
 from ntkpipe.spec import scaling as scale
 from ntkpipe.spec.axes import AXES, suggest
-from ntkpipe.spec.paths import get_path, set_path
+from ntkpipe.spec.paths import MISSING, get_path, set_path
 from ntkpipe.spec.schema import SOURCE_FIELDS, CrossKeyError, RunSpec, ScalingSpec, StudySpec
 from ntkpipe.spec.sweep import (SweepError, axis_values, case_overrides, check_unique, expand, fill_unset_axes,
                                 to_dimensions)
@@ -360,6 +360,10 @@ def _format_pydantic(error: dict, merged: dict, where) -> str:
         hint = suggest(loc[-1], allowed) or (f" (allowed: {', '.join(allowed)})" if allowed else "")
         return f"{where(key_path)}: unknown key{hint}"
     message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "union_tag_invalid":  # the tag of a union section: model.architecture
+        tag = error.get("ctx", {}).get("tag")
+        expected = error.get("ctx", {}).get("expected_tags", "")
+        return f"{where(key_path + ('architecture',))}: unknown architecture {tag!r}; use one of {expected}"
     if error["type"] == "literal_error":
         choices = re.findall(r"'([^']*)'", error.get("ctx", {}).get("expected", ""))
         return f"{where(key_path)}: {message} (got {error.get('input')!r}){suggest(error.get('input'), choices)}"
@@ -480,7 +484,7 @@ def _sweep_problem(error: dict, point: dict, axis_keys: dict[str, str], config: 
             if axis_name in cases:
                 defined_at, override = cases[axis_name][value]
                 inside = _data_path(loc, override)
-                if inside:
+                if inside and get_path(override, inside, MISSING) is not MISSING:  # the case sets that key
                     return f"{where(defined_at + inside)}: case {axis_name}={value!r}: {message}"
     if keyed or not point:
         return f"{where(locs[0])}: {message}"

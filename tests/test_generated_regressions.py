@@ -1,0 +1,127 @@
+"""Defects the generated studies (tests/test_generated_studies.py) found, each pinned by a fast test
+of its own; their shrunk studies are kept in tests/generated_regressions/ and run end to end there."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import numpy as np
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from ntkpipe.errors import SpecError
+from ntkpipe.models import build_model, trainable
+from ntkpipe.stages import run_stage
+from ntkpipe.stages.network import stage_data
+from ntkpipe.store import read_store
+from ntkpipe.study.load import load_study
+from ntkpipe.study.plan import plan_study
+
+NEAR_PARALLEL_EIGEN = """\
+data:
+  source: digits
+  classes: [0, 1]
+  n_train: 8
+  n_test: 4
+  labels: {kind: eigenvector_sign, stage: eigen, eigen_index: 1}
+model: {depth: 2, width: 4, activation: relu, init: near_parallel, disturbance: 0.1}
+train: {optimizer: {name: gd, lr: 0.05}, steps: 2}
+stages:
+  gram: {compute: ntk_gram}
+  eigen: {compute: eigendecomposition, input: gram}
+measure: [loss]
+"""
+
+
+def _ntk(model, x: np.ndarray) -> np.ndarray:
+    """J Jᵀ with J = ∂f/∂θ of a one-output network, by jax.jacobian of the flattened parameters."""
+    params, rest = trainable(model)
+    flat, unravel = ravel_pytree(params)
+
+    def f(theta):
+        net = eqx.combine(unravel(theta), rest)
+        return jax.vmap(net)(x).reshape(-1)
+    jac = np.asarray(jax.jacobian(f)(flat), np.float64)
+    return jac @ jac.T
+
+
+def test_ntk_gram_stage_of_a_near_parallel_network_is_the_runs_initial_ntk(tmp_path):
+    """The stage built its network without the inputs' direction and failed ("init 'near_parallel'
+    needs the direction of the training inputs"); its Gram is now that of the run's own θ₀."""
+    path = tmp_path / "study.yaml"
+    path.write_text(NEAR_PARALLEL_EIGEN)
+    plan = plan_study(load_study(path), tmp_path / "results")
+    job = next(j for j in plan.stages.values() if j.compute == "ntk_gram")
+    gram = read_store(run_stage(job, tmp_path / "gram.zarr"))["gram"].values
+    run = plan.runs[0].spec
+    data = stage_data(job)
+    model0 = build_model(run.model, data.input_shape, 1, run.seed, data.principal_direction)
+    np.testing.assert_allclose(gram, _ntk(model0, np.asarray(data.x_all, np.float32)), rtol=1e-4, atol=1e-6)
+
+
+def test_near_parallel_init_on_nad_data_is_a_validation_error(tmp_path):
+    """nad data are built from the stage's network, so a readout aligned with those data is circular."""
+    path = tmp_path / "study.yaml"
+    path.write_text("""\
+data: {source: nad, shape: [6], n_train: 8, directions: {stage: nads, nad_index: 1}}
+model: {depth: 2, width: 4, init: near_parallel}
+train: {optimizer: {name: gd, lr: 0.05}, steps: 2}
+stages: {nads: {compute: nad, samples: 4, stein_samples: 16}}
+measure: [loss]
+""")
+    with pytest.raises(SpecError, match=r"line 2: model.init: model.init 'near_parallel' aligns the readout"):
+        load_study(path)
+
+
+def test_near_parallel_init_with_several_outputs_is_a_validation_error(tmp_path):
+    """The train job failed ("a near-parallel readout needs one output") on ten-class MNIST; now
+    validation says so at model.init, before any job."""
+    path = tmp_path / "study.yaml"
+    path.write_text("""\
+data: {source: digits, n_train: 9, n_test: 6}
+model: {depth: 2, width: 16, init: near_parallel, disturbance: 0.1}
+train: {optimizer: {name: gd, lr: 0.01}, epochs: 1}
+measure: [loss]
+""")
+    with pytest.raises(SpecError, match=r"line 2: model.init: init 'near_parallel' aligns one readout vector with "
+                                         r"the inputs; this task has 10 outputs"):
+        load_study(path)
+    path.write_text(path.read_text().replace("n_train: 9, n_test: 6", "classes: [0, 1], n_train: 9, n_test: 6"))
+    assert load_study(path).runs[0].model.init == "near_parallel"  # two classes: one ±1 output
+
+
+def test_a_run_error_is_not_blamed_on_a_case_that_does_not_set_its_key(tmp_path):
+    """batch_size > n_train was reported at ``sweep.cases.setting.base.batch_size`` (a case that
+    sets nothing); it belongs at train.batch_size, where the spec sets it."""
+    path = tmp_path / "study.yaml"
+    path.write_text("""\
+data: {source: linear_teacher, dim: 3, n_train: 9}
+model: {depth: 1, width: 4}
+train: {optimizer: {name: sgd, lr: 0.1}, steps: 2, batch_size: 12}
+measure: [loss]
+sweep:
+  cases:
+    setting: {base: {}, changed: {model: {sigma: 0.5}}}
+""")
+    with pytest.raises(SpecError) as err:
+        load_study(path)
+    assert "line 3: train.batch_size: train.batch_size 12 exceeds data.n_train 9" in str(err.value)
+    assert "sweep.cases" not in str(err.value)
+
+
+def test_an_unknown_architecture_is_reported_at_its_key(tmp_path):
+    """``architecture: 7`` was reported at ``model`` with pydantic's words about ``_architecture()``."""
+    path = tmp_path / "study.yaml"
+    path.write_text("""\
+data: {source: linear_teacher, dim: 3, n_train: 9}
+model:
+  architecture: 7
+  depth: 1
+  width: 4
+train: {optimizer: {name: gd, lr: 0.1}, steps: 2}
+measure: [loss]
+""")
+    with pytest.raises(SpecError) as err:
+        load_study(path)
+    assert "line 3: model.architecture: unknown architecture '7'; use one of 'mlp', 'cnn'" in str(err.value)
+    assert "_architecture()" not in str(err.value)
