@@ -125,3 +125,14 @@ measure: [loss]
         load_study(path)
     assert "line 3: model.architecture: unknown architecture '7'; use one of 'mlp', 'cnn'" in str(err.value)
     assert "_architecture()" not in str(err.value)
+
+
+def test_energy_concentration_of_a_non_finite_gram_is_nan():
+    """An ofe_fit run that no γ̂ ≥ 0 fits has NaN kernels; their energy concentration is NaN, not a
+    crash in the eigendecomposition (generated_regressions/ofe_fit_without_gamma_hat.yaml)."""
+    from ntkpipe.measure.rotation import energy_concentration
+
+    y = np.array([1.0, -1.0, 1.0])
+    gram = np.diag([3.0, 2.0, 1.0])
+    assert energy_concentration(gram, y, 1) == pytest.approx(1 / np.sqrt(3))
+    assert np.isnan(energy_concentration(np.full((3, 3), np.nan), y, 1))

@@ -15,7 +15,11 @@ from ntkpipe.ntk.eigen import top_eigenpairs
 
 
 def energy_concentration(gram: np.ndarray, y: np.ndarray, top_k: int) -> float:
-    """‖Φ_Kᵀ vec(y)‖ / ‖vec(y)‖ for the top ``top_k`` eigenvectors Φ_K of the (n·C, n·C) ``gram``."""
+    """‖Φ_Kᵀ vec(y)‖ / ‖vec(y)‖ for the top ``top_k`` eigenvectors Φ_K of the (n·C, n·C) ``gram``;
+    NaN for a Gram with a non-finite entry (e.g. an ``ofe_fit`` run that no γ̂ ≥ 0 fits), which has
+    no eigenvectors."""
+    if not np.all(np.isfinite(gram)):
+        return float("nan")
     v = np.asarray(y, np.float64).reshape(-1)
     _, vectors = top_eigenpairs(gram, top_k)
     return float(np.linalg.norm(vectors.T @ v) / np.linalg.norm(v))
