@@ -13,10 +13,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Hypothesis profiles: ``ci`` (the default) is reproducible -- derandomized, no example database --
 # and small; ``long`` is random and large: HYPOTHESIS_PROFILE=long python -m pytest tests/test_generated_*.py
+# (NTKPIPE_LONG_EXAMPLES=N sets its example count, 5000 by default).
 # Generated studies are slow to draw (each is validated), so the too_slow health check is off.
 settings.register_profile("ci", max_examples=50, deadline=None, derandomize=True, database=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("long", max_examples=5000, deadline=None,
+settings.register_profile("long", max_examples=int(os.environ.get("NTKPIPE_LONG_EXAMPLES", "5000")), deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

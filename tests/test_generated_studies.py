@@ -215,12 +215,14 @@ def test_builders_cover_the_registries():
     assert set(ARCHITECTURE_BUILDERS) == set(ARCHITECTURES)
 
 
-@pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.yaml")) if REGRESSIONS.exists() else [],
-                         ids=lambda p: p.stem)
-def test_generated_regression(path, fake_data, tmp_path):
-    """Shrunk studies the generated tests once failed on, kept (their image paths point at the fake data)."""
-    text = path.read_text().replace("FAKE_MNIST", fake_data["mnist"]).replace("FAKE_CIFAR10", fake_data["cifar10"])
-    spec = yaml.safe_load(text)
-    study = DrawnStudy(f"gen_0", spec, [m if isinstance(m, str) else m["name"] for m in spec["measure"]])
+def test_generated_regressions(fake_data, tmp_path):
+    """Shrunk studies the generated tests once failed on (their image paths point at the fake data),
+    run together as one generated study set, with the same invariants."""
+    studies = []
+    for i, path in enumerate(sorted(REGRESSIONS.glob("*.yaml"))):
+        text = path.read_text().replace("FAKE_MNIST", fake_data["mnist"]).replace("FAKE_CIFAR10", fake_data["cifar10"])
+        spec = yaml.safe_load(text)
+        studies.append(DrawnStudy(f"regression_{i}", spec, [m if isinstance(m, str) else m["name"] for m in spec["measure"]]))
+    assert len(studies) >= 3, "tests/generated_regressions/ lost its studies"
     (tmp_path / "specs").mkdir()
-    check_study_set([study], tmp_path)
+    check_study_set(studies, tmp_path)
