@@ -73,14 +73,14 @@ def cluster_is_up() -> bool:
 def slurm_cluster():
     """The single-node cluster of tests/cluster/slurm-up, stopped afterwards if this session started it."""
     was_up = cluster_is_up()
-    up = subprocess.run([str(CLUSTER / "slurm-up")], capture_output=True, text=True, timeout=900)
+    up = subprocess.run(["bash", str(CLUSTER / "slurm-up")], capture_output=True, text=True, timeout=900)
     if up.returncode == CANNOT_RUN_HERE and os.environ.get("CI") != "true":
         pytest.skip(f"no Slurm cluster on this machine: {up.stderr.strip()}")
     if up.returncode != 0:
         pytest.fail(f"tests/cluster/slurm-up failed (exit {up.returncode}):\n{up.stdout}{up.stderr}")
     yield
     if not was_up:
-        subprocess.run([str(CLUSTER / "slurm-down")], check=True, timeout=120)
+        subprocess.run(["bash", str(CLUSTER / "slurm-down")], check=True, timeout=120)
 
 
 def write_specs(directory: Path, text: str) -> Path:
@@ -102,7 +102,7 @@ def snakemake(tmp: Path, results: str, *options: str, config: tuple[str, ...] = 
     return process, output
 
 
-def finish(started: tuple[subprocess.Popen, Path], timeout: float = 500) -> tuple[int, str]:
+def finish(started: tuple[subprocess.Popen, Path], timeout: float = 900) -> tuple[int, str]:
     """Wait for a Snakemake started by `snakemake`; its exit status and output."""
     process, output = started
     process.wait(timeout=timeout)
@@ -247,5 +247,6 @@ def test_packed_runs_through_slurm_cpu_equal_the_in_process_packed_run(cluster_r
     assert run.code == 0, run.output[-4000:]
     assert re.search(r"^rule train_pack_[0-9a-f]+:", run.output, flags=re.MULTILINE)
     assert submissions(run.output, "train") == 0 and "SLURM jobid" in run.output
-    compared = same_variables(open_dataset(run.tmp / "slurm"), open_dataset(run.tmp / "threads"))
-    assert {"loss", "kernel_norm", "test_accuracy"} <= set(compared)
+    cluster, in_process = open_dataset(run.tmp / "slurm"), open_dataset(run.tmp / "threads")
+    compared = same_variables(cluster, in_process)
+    assert {"loss", "kernel_norm", "test_accuracy"} <= set(compared) and in_process.sizes["sigma"] == 2
