@@ -1,4 +1,5 @@
-"""Cluster profiles: GPUs for exactly the training and kernel rules, settings the executor plugins know."""
+"""Cluster profiles: GPUs for exactly the training and kernel rules (none on profiles/slurm-cpu),
+settings the executor plugins know."""
 
 from __future__ import annotations
 
@@ -61,6 +62,24 @@ def test_slurm_requests_one_gpu_for_exactly_the_training_and_kernel_rules_as_job
     assert set(config["slurm-array-jobs"].split(",")) == GPU_RULES
 
 
+def test_slurm_cpu_is_the_slurm_profile_without_gpu_requests():
+    gpu, cpu = profile("slurm"), profile("slurm-cpu")
+    assert not any("gpu" in r for r in [cpu["default-resources"], *cpu["set-resources"].values()])
+    assert {r["slurm_partition"] for r in [cpu["default-resources"], *cpu["set-resources"].values()]} == {"cpu"}
+    without_gpu = {rule: {k: v for k, v in r.items() if k != "gpu"} | {"slurm_partition": "cpu"}
+                   for rule, r in gpu["set-resources"].items()}
+    assert cpu["set-resources"] == without_gpu
+    del gpu["set-resources"], cpu["set-resources"]
+    assert cpu == gpu  # every other setting alike
+
+
+@pytest.mark.parametrize("name", ["slurm", "slurm-cpu"])
+def test_slurm_profiles_read_job_states_with_squeue(name):
+    """The plugin's default status command is `sacct` whenever that binary exists; on a cluster without
+    accounting sacct exits 1 and the plugin never sees a job end (tests/test_slurm.py runs on one)."""
+    assert profile(name)["slurm-status-command"] == "squeue"
+
+
 def test_lsf_sends_exactly_the_training_and_kernel_rules_to_a_gpu_queue():
     config = profile("lsf")
     assert config["executor"] == "lsf"
@@ -69,7 +88,7 @@ def test_lsf_sends_exactly_the_training_and_kernel_rules_to_a_gpu_queue():
     assert "lsf_extra" not in config["default-resources"] and "config" not in config
 
 
-@pytest.mark.parametrize("name", ["slurm", "lsf"])
+@pytest.mark.parametrize("name", ["slurm", "slurm-cpu", "lsf"])
 def test_profile_keys_are_settings_and_resources_of_the_executor_plugin(name):
     config = profile(name)
     module = plugin_module(config["executor"])
