@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 settings.register_profile("ci", max_examples=50, deadline=None, derandomize=True, database=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("long", max_examples=int(os.environ.get("NTKPIPE_LONG_EXAMPLES", "5000")), deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                 HealthCheck.filter_too_much])  # one example draws many studies
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

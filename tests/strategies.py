@@ -574,11 +574,10 @@ def _runs(spec: dict, directory: Path, name: str) -> Study | None:
         return None
 
 
-@st.composite
-def valid_studies(draw, directory: Path, data_dirs: dict[str, str] | None = None, name: str = "gen") -> DrawnStudy:
-    """A valid study named ``name`` (written into ``directory`` while drawing): its sections drawn
-    from the schema, its measurements from the registry, figures and summaries from their variables."""
-    data = _data(draw, data_dirs or {})
+def _sections(draw, name: str, data_dirs: dict[str, str]) -> tuple[dict[str, Any], set[str]]:
+    """The data, model, train and stage sections of a study, its measure list holding only what a
+    model kind must measure (and the loss); with that set."""
+    data = _data(draw, data_dirs)
     model = _model(draw, data)
     _origin(draw, model)
     train = _train(draw, model, data)
@@ -591,7 +590,18 @@ def valid_studies(draw, directory: Path, data_dirs: dict[str, str] | None = None
         del spec["stages"]
     must = {schema.REFERENCE_KINDS[model["kind"]]} if model["kind"] in schema.REFERENCE_KINDS else set()
     spec["measure"] = ["loss", *sorted(must)]
-    base = _runs(spec, directory, name)
+    return spec, must
+
+
+@st.composite
+def valid_studies(draw, directory: Path, data_dirs: dict[str, str] | None = None, name: str = "gen") -> DrawnStudy:
+    """A valid study named ``name`` (written into ``directory`` while drawing): its sections drawn
+    from the schema, its measurements from the registry, figures and summaries from their variables."""
+    for _ in range(TRIES):  # sections the validator refuses together (a rare mix): draw again
+        spec, must = _sections(draw, name, data_dirs or {})
+        base = _runs(spec, directory, name)
+        if base is not None:
+            break
     assume(base is not None)
     for _ in range(TRIES):  # a sweep value the runs cannot take (e.g. a depth its init does not allow): draw again
         sweep, variants = _sweep(draw, spec)
