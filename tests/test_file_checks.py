@@ -393,8 +393,9 @@ def test_official_cifar_counts_bound_n_train_and_n_test(tmp_path, monkeypatch):
     msg = only(data_file_problems(spec("cifar10", tmp_path, n_train=4, n_test=10001), verify_checksums=True),
                ("data", "n_test"))
     assert "data.n_test = 10001 exceeds the 10000 test images of cifar10 all classes" in msg
-    # without the md5s the copy may be a custom one: its counts are known only once a job loads it
-    assert data_file_problems(spec("cifar10", tmp_path, n_train=60000), verify_checksums=False) == []
+    # without the md5s the copy may be a custom one: its labels are counted (10 train images here)
+    msg = only(data_file_problems(spec("cifar10", tmp_path, n_train=60000), verify_checksums=False), ("data", "n_train"))
+    assert "data.n_train = 60000 exceeds the 10 train images of cifar10" in msg
 
 
 # ------------------------------------------------------------------------------ cache
@@ -447,3 +448,20 @@ def test_md5_cache_reuses_digest_until_the_file_changes(tmp_path, monkeypatch):
     os.utime(data, ns=(data.stat().st_atime_ns, data.stat().st_mtime_ns + 10**9))
     assert md5_cache.file_md5(data) == hashlib.md5(data.read_bytes()).hexdigest() != first
     assert len(calls) == 2
+
+
+def test_custom_cifar_copy_is_counted_from_its_labels(tmp_path):
+    """With checksums skipped (a custom copy) the batches' labels bound n_train and n_test at validation,
+    not when a job loads them."""
+    write_cifar(tmp_path)  # 2 + 3 + 1 + 2 + 2 = 10 train images, 3 test images
+    clear_data_file_cache()
+    labels = np.concatenate([files._load_cifar_batch(p)[1] for p in sorted(files._cifar_paths(
+        files._cifar_dir(tmp_path)).values()) if p.name != "test_batch"])
+    assert labels.size == 10
+    assert data_file_problems(spec("cifar10", tmp_path, n_train=10, n_test=3), verify_checksums=False) == []
+    msg = only(data_file_problems(spec("cifar10", tmp_path, n_train=11, n_test=3), verify_checksums=False),
+               ("data", "n_train"))
+    assert "data.n_train = 11 exceeds the 10 train images of cifar10 all classes" in msg
+    msg = only(data_file_problems(spec("cifar10", tmp_path, n_train=2, n_test=4), verify_checksums=False),
+               ("data", "n_test"))
+    assert "data.n_test = 4 exceeds the 3 test images" in msg

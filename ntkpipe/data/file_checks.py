@@ -60,7 +60,7 @@ Problem = tuple[tuple, str]
 PATH_KEY = ("data", "path")
 CIFAR10_CLASS_COUNTS = {"train": np.full(10, 5000), "test": np.full(10, 1000)}
 """Images per class of the official CIFAR-10 batches (checked against n_train / n_test when their
-md5s match; a custom copy, NTKPIPE_SKIP_CHECKSUMS=1, is counted when a job loads it)."""
+md5s match; a custom copy, NTKPIPE_SKIP_CHECKSUMS=1, is counted from its labels)."""
 _CACHE_SIZE = 32
 
 
@@ -72,6 +72,8 @@ class _DirReport:
     # MNIST: images per class of each split, from the label files (None when unreadable).
     class_counts: dict[str, np.ndarray] = field(default_factory=dict)
     label_files: dict[str, Path] = field(default_factory=dict)
+    # CIFAR-10 with checksums skipped: images per class of each split, from the batches' labels.
+    batch_counts: dict[str, np.ndarray] = field(default_factory=dict)
     checksum_problems: list[str] | None = None  # filled on the first verify_checksums=True
 
 
@@ -113,9 +115,14 @@ def data_file_problems(spec: DataSpec, *, verify_checksums: bool) -> list[Proble
         counts = report.class_counts.get(split)
         if counts is not None:
             problems += _count_problem(spec, split, n, counts, report.label_files[split])
-        elif spec.source == "cifar10" and verify_checksums and not path_problems:
-            # the md5s prove the official batches, whose class counts are known without unpickling them
-            problems += _count_problem(spec, split, n, CIFAR10_CLASS_COUNTS[split], _cifar_dir(directory))
+        elif spec.source == "cifar10" and not path_problems:
+            # the md5s prove the official batches, whose class counts are known without unpickling them;
+            # a custom copy (checksums skipped) is counted from its labels, once per directory state
+            try:
+                counts = CIFAR10_CLASS_COUNTS[split] if verify_checksums else _cifar_class_counts(report, directory)[split]
+            except DataFileError as exc:  # a batch that is a pickle but not a CIFAR-10 batch
+                return problems + [(PATH_KEY, str(exc) + origin)]
+            problems += _count_problem(spec, split, n, counts, _cifar_dir(directory))
     return problems
 
 
@@ -267,6 +274,17 @@ def _check_cifar(directory: Path) -> _DirReport:
         if problem:
             report.problems.append(problem)
     return report
+
+
+def _cifar_class_counts(report: _DirReport, directory: Path) -> dict[str, np.ndarray]:
+    """Images per class of each split of the CIFAR-10 batches in ``directory``, read from their labels
+    (kept in the directory's cached report)."""
+    if not report.batch_counts:
+        paths = _cifar_paths(_cifar_dir(directory))
+        for split, names in (("train", _files._CIFAR_TRAIN), ("test", _files._CIFAR_TEST)):
+            labels = np.concatenate([_files._load_cifar_batch(paths[name])[1] for name in names])
+            report.batch_counts[split] = np.bincount(labels, minlength=_files._NUM_CLASSES)
+    return report.batch_counts
 
 
 def _pickle_problem(path: Path) -> str | None:
