@@ -20,29 +20,16 @@ from types import SimpleNamespace
 import pytest
 import xarray as xr
 
+# STUDY: the multi-stage study the processes profile runs (NTK Gram -> eigendecomposition, whose
+# eigenvectors give the labels; two training runs, one job array here; final test accuracy,
+# aggregation, a figure and the summary table)
+from tests.test_workflow_processes import STUDY
+
 pytestmark = pytest.mark.slurm
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "tests" / "cluster"
 CANNOT_RUN_HERE = 77  # slurm-up's exit status on a machine without root or apt
-# Stage (NTK Gram -> eigendecomposition, whose eigenvectors give the labels), two training runs (one
-# job array), their final test accuracy, aggregation, a figure and the summary table.
-STUDY = """\
-data: {source: digits, n_train: 30, n_test: 20, labels: {kind: eigenvector_sign, stage: eig, eigen_index: 2}}
-model: {depth: 2, width: 16, activation: relu, sigma: 1.4}
-train:
-  optimizer: {name: gd, lr: 0.05}
-  steps: 30
-  checkpoints: {per_decade: 5}
-stages:
-  gram: {compute: ntk_gram}
-  eig: {compute: eigendecomposition, input: gram, top_k: 10}
-measure: [loss, alignment, test_accuracy, eigenvalue]
-sweep:
-  eigen_index: [2, 3]
-figures:
-  - {name: curves, kind: time_series, variables: [loss, alignment], hue: eigen_index}
-"""
 # Two runs that differ only in σ: one `train_pack_<id>` job with `--config pack=1`.
 PACKED_STUDY = """\
 data: {source: digits, n_train: 30, n_test: 20, labels: {kind: two_groups, groups: [[1, 3, 5, 7, 9], [0, 2, 4, 6, 8]]}}
