@@ -136,3 +136,12 @@ def test_energy_concentration_of_a_non_finite_gram_is_nan():
     gram = np.diag([3.0, 2.0, 1.0])
     assert energy_concentration(gram, y, 1) == pytest.approx(1 / np.sqrt(3))
     assert np.isnan(energy_concentration(np.full((3, 3), np.nan), y, 1))
+
+
+def test_growth_ratios_are_nan_where_the_reference_did_not_grow():
+    """component_growth's ratios: growth over a reference growth, NaN (no warning) where it is 0
+    (generated_regressions/component_growth_without_growth.yaml)."""
+    from ntkpipe.measure.final import _growth_ratio
+
+    np.testing.assert_array_equal(_growth_ratio(np.array([2.0, 3.0]), np.array([4.0, 0.0])), [0.5, np.nan])
+    assert np.isnan(_growth_ratio(0.0, 0.0))

@@ -226,6 +226,13 @@ def _own_and_other(growth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return own, other
 
 
+def _growth_ratio(growth: np.ndarray | float, reference: np.ndarray | float) -> np.ndarray:
+    """growth / reference, NaN where the reference did not grow (0: the ratio is undefined)."""
+    growth, reference = np.asarray(growth, np.float64), np.asarray(reference, np.float64)
+    safe = np.where(reference == 0, 1.0, reference)
+    return np.where(reference == 0, np.nan, growth / safe)
+
+
 def component_growth(run: RunContext, traj: Trajectory, item) -> dict:
     """Growth (value − initial value) of the readout (K_V) and hidden (K_W) components along the
     targets, from ``kernel_components`` (kernel-alignment Sec. 6, Figs. 6–7).
@@ -246,8 +253,8 @@ def component_growth(run: RunContext, traj: Trajectory, item) -> dict:
         trace = series[f"{key}_trace"] - series[f"{key}_trace"][0]
         own, other = _own_and_other(projection)
         out |= {f"{key}_own_growth": own, f"{key}_other_growth": other,
-                f"{key}_specialization_ratio": float(own[-1] / other[-1])}
-        along_over_trace[key] = float(np.mean(np.diagonal(projection[-1]) / trace[-1]))
+                f"{key}_specialization_ratio": float(_growth_ratio(own[-1], other[-1]))}
+        along_over_trace[key] = float(np.mean(_growth_ratio(np.diagonal(projection[-1]), trace[-1])))
     return out | {"kv_growth_ratio": along_over_trace["kv"] / (p / 2.0),
                   "kw_isotropy_ratio": along_over_trace["kw"],
                   "kw_other_growth_theory": 0.5 * out["kw_own_growth"]}

@@ -467,7 +467,7 @@ MEASUREMENTS = [
                          description="tr K_W^{c,c}/P, the hidden component's mean diagonal per output c (kernel-alignment Sec. 6)"),
                  _series("subset_outputs", "f_c(x_μ) on the subset", "train_point", "output",
                          description="the network's outputs f_c(x_μ) on the subset's training points (Eq. 16 integrates them)")),
-                checkpoint.kernel_components, architectures=WITH_READOUT, options=(_subset(0), _EVERY),
+                checkpoint.kernel_components, req.hidden_layer, architectures=WITH_READOUT, options=(_subset(0), _EVERY),
                 check_options=_subset_fits, gram_points=_subset_gram),
     Measurement("component_growth", "final",
                 "growth of K_V and K_W along own (c = d) and other (c ≠ d) targets and its ratios: K_V along y vs "

@@ -99,6 +99,11 @@ def linear_network(run: RunSpec) -> str | None:
                      (run.model.kind == "network", "model.kind 'network'")]) or needs_scalar_output(run)
 
 
+def hidden_layer(run: RunSpec) -> str | None:
+    """The hidden NTK component K_W needs a layer below the readout."""
+    return None if run.model.weight_layers >= 2 else "needs a hidden layer (model.depth >= 2 for an mlp)"
+
+
 def two_layers(run: RunSpec) -> str | None:
     return (_missing([(run.model.depth == 2, "model.depth 2"), (not run.model.bias, "model.bias false")])
             or needs_scalar_output(run))
