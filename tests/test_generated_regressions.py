@@ -145,3 +145,16 @@ def test_growth_ratios_are_nan_where_the_reference_did_not_grow():
 
     np.testing.assert_array_equal(_growth_ratio(np.array([2.0, 3.0]), np.array([4.0, 0.0])), [0.5, np.nan])
     assert np.isnan(_growth_ratio(0.0, 0.0))
+
+
+def test_mode_strength_theory_is_nan_for_a_mode_that_starts_above_its_target():
+    """A mode whose initial strength c_k(0) is not below its target s_k (a large init) is outside the
+    small-init ODE: NaN there, the others integrated (found by the long generated run: a scaling
+    σ ∝ 1/d with d = 1 gave c₀ = 0.64 > s = 0.39 and the train job failed)."""
+    from ntkpipe.theory.deep_linear import gain_trajectory
+    from ntkpipe.theory.final_kernel import mode_strength_trajectories
+
+    times = np.array([0.0, 1.0, 5.0])
+    out = mode_strength_trajectories(times, [0.01, 0.64], [1.0, 0.39], 3)
+    np.testing.assert_array_equal(out[0], gain_trajectory(times, 0.01, 1.0, 3))
+    assert np.isnan(out[1]).all()

@@ -310,7 +310,8 @@ MEASUREMENTS = [
                 architectures=MLP_ONLY, where_applicable=True,
                 assumptions="deep linear net (activation linear, depth ≥ 2), whitened data (data.gamma 0), no bias, "
                             "standard parameterization, model.kind network, model.gamma 1, MSE loss, GD with a "
-                            "constant schedule; NaN otherwise"),
+                            "constant schedule; NaN otherwise, and for a mode whose initial strength is not below its target "
+                            "(0 < c_k(0) < s_k, the small-init regime)"),
     Measurement("energy_concentration", "checkpoint",
                 "‖Φ_Kᵀy‖/‖y‖: share of the targets on the top-K eigenvectors of the current Gram, on a fixed "
                 "training subset (linearized-networks Sec. 4.2, Table 1); NaN at checkpoints it skips",

@@ -105,5 +105,8 @@ def mode_strengths(outputs, x, targets) -> tuple[np.ndarray, np.ndarray]:
 
 def mode_strength_trajectories(times, c0, s, depth: int) -> np.ndarray:
     """(K, T): c_k(t) of ċ = L c^{2−2/L}(s_k − c), c_k(0) = c0[k], per target mode
-    (``deep_linear.gain_trajectory``; silent-alignment Fig. H.1)."""
-    return np.stack([deep_linear.gain_trajectory(times, c, sk, depth) for c, sk in zip(c0, s)])
+    (``deep_linear.gain_trajectory``; silent-alignment Fig. H.1); NaN for a mode that does not start
+    below its target, 0 < c_k(0) < s_k (the small-init regime the ODE describes, as for t½)."""
+    nan = np.full(len(np.asarray(times)), np.nan)
+    return np.stack([deep_linear.gain_trajectory(times, c, sk, depth) if 0.0 < c < sk else nan
+                     for c, sk in zip(c0, s)])
