@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import ntkpipe  # noqa: F401  (float64 enabled; training stays float32)
+from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import MLP
-from ntkpipe.spec.schema import TrainSpec
 from ntkpipe.train import train
 
 

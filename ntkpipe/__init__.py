@@ -1,7 +1,7 @@
 """ntkpipe: declarative studies of how the neural tangent kernel evolves during training.
 
 The names below are what a study author or a notebook needs; everything else lives in the
-submodules (``ntkpipe.spec``, ``ntkpipe.train``, ``ntkpipe.measure``, ``ntkpipe.theory``, ...).
+submodules (``ntkpipe.lang``, ``ntkpipe.train``, ``ntkpipe.measure``, ``ntkpipe.theory``, ...).
 """
 
 import jax
@@ -18,9 +18,9 @@ from ntkpipe.jobs import train_run  # noqa: E402
 from ntkpipe.layout import open_dataset  # noqa: E402
 from ntkpipe.models import CNN, MLP, Linearized, build_model  # noqa: E402
 from ntkpipe.ntk import NtkImplementation, empirical_ntk, flatten_gram, jacobian_alignment  # noqa: E402
+from ntkpipe.store import read_store  # noqa: E402
 from ntkpipe.study.load import load_study  # noqa: E402
 from ntkpipe.study.plan import plan_study  # noqa: E402
-from ntkpipe.store import read_store  # noqa: E402
 from ntkpipe.train import train  # noqa: E402
 
 __all__ = [

@@ -12,12 +12,12 @@ from pathlib import Path
 from ntkpipe import results_dir
 from ntkpipe.errors import NtkpipeError, SpecError
 from ntkpipe.layout import RUN, open_dataset, sub_grid
-from ntkpipe.show import series_lines
 from ntkpipe.resources import MEMORY_LIMIT_ENV, memory_limit
+from ntkpipe.show import series_lines
+from ntkpipe.store import verify_store
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
 from ntkpipe.study.size import MAX_RUNS_DEFAULT, MAX_RUNS_ENV
-from ntkpipe.store import verify_store
 
 
 def _state(path: Path, expect_id: str) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import platform
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -64,4 +64,4 @@ def git_commit(root: Path) -> str | None:
 
 def utc_now() -> str:
     """The current UTC time, to the second (``2025-01-31T12:00:00Z``)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ntkpipe.spec.titles import figure_title
+from ntkpipe.lang.titles import figure_title
 from ntkpipe.study.plan import StudyPlan
 
 RST_SPECIAL = re.compile(r"([\\`*_|<>\[\]])")

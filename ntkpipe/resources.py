@@ -20,8 +20,8 @@ import jax
 
 from ntkpipe.data import output_count
 from ntkpipe.errors import ConfigError
+from ntkpipe.lang.schema import KERNEL_KINDS, DataSpec, RunSpec
 from ntkpipe.models import build_model
-from ntkpipe.spec.schema import KERNEL_KINDS, DataSpec, RunSpec
 
 MIB = 2**20
 BASELINE_MB = 1024

@@ -11,9 +11,9 @@ import os
 import shutil
 import sys
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from ntkpipe.errors import SpecError
 from ntkpipe.provenance import utc_now

@@ -26,8 +26,8 @@ from pathlib import Path
 import xarray as xr
 
 from ntkpipe.errors import ResultError
+from ntkpipe.lang.identity import content_id
 from ntkpipe.provenance import utc_now, versions
-from ntkpipe.spec.identity import content_id
 
 ZARR_FORMAT = 2
 MANIFEST = ".ntkpipe-manifest.json"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ntkpipe.spec.identity import canonical
+from ntkpipe.lang.identity import canonical
 from ntkpipe.store import verified_attrs, verify_store
 from ntkpipe.study.plan import StudyPlan, point_label
 

@@ -10,15 +10,14 @@ from pathlib import Path
 import jax
 
 from ntkpipe.errors import ConfigError, SpecError
+from ntkpipe.lang.axes import suggest
 from ntkpipe.resources import RUNTIME_MINUTES, memory_limit
 from ntkpipe.results_dir import planned_stores, set_aside_invalid
-from ntkpipe.spec.axes import suggest
-from ntkpipe.study.load import DEFAULT_VARIANT, SPEC_SUFFIX, load_study, variant_names
-from ntkpipe.study.size import run_limit
 from ntkpipe.stages import StageJob
 from ntkpipe.study.final_items import item_key
+from ntkpipe.study.load import DEFAULT_VARIANT, SPEC_SUFFIX, load_study, variant_names
 from ntkpipe.study.plan import FinalJob, RunJob, StudyPlan, held_items, plan_finals, plan_study
-
+from ntkpipe.study.size import run_limit
 
 SPEC_LIKE_SUFFIXES = (".yaml", ".yml")
 """Suffixes (any case) of files in the specs directory that are taken for specs; all but ``.yaml``

@@ -1,7 +1,7 @@
 # Run stores and their final stores -> the study dataset (sweep axes as dimensions, summaries as variables).
 import ntkpipe.jobs
 from ntkpipe.resources import runtime_minutes
-from ntkpipe.spec.identity import canonical_json
+from ntkpipe.lang.identity import canonical_json
 
 
 rule aggregate:

@@ -4,7 +4,7 @@
 import ntkpipe.jobs
 from ntkpipe.report import figure_caption
 from ntkpipe.resources import runtime_minutes
-from ntkpipe.spec.identity import canonical_json
+from ntkpipe.lang.identity import canonical_json
 
 
 rule plot:

@@ -39,8 +39,13 @@ def run_snakemake(workdir: Path, *, config: dict | None = None, targets: list[st
     """Run the repository's Snakefile in ``workdir``; return the files the run made or updated."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, ExecutionSettings, OutputSettings,
-                                          ResourceSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        ExecutionSettings,
+        OutputSettings,
+        ResourceSettings,
+    )
 
     updated: list[str] = []
     cwd = os.getcwd()
@@ -65,7 +70,7 @@ def run_study_jobs(text: str, directory: Path):
     without Snakemake (the network runs that kernel kinds read first). Returns the plan and the run
     stores by sweep point (a tuple of the point's values)."""
     from ntkpipe import train_run
-    from ntkpipe.spec.schema import REFERENCE_KINDS
+    from ntkpipe.lang.schema import REFERENCE_KINDS
     from ntkpipe.store import read_store
     from ntkpipe.study.load import load_study
     from ntkpipe.study.plan import plan_study

@@ -1,11 +1,11 @@
 """Hypothesis strategies for valid studies, drawn from the language's own registries.
 
 The choices come from the schema and the registries, not from lists kept here: the ``Literal``
-fields of :mod:`ntkpipe.spec.schema` (sources, activations, parameterizations, optimizers, losses,
-schedules, model kinds, label kinds, summary kinds), :data:`~ntkpipe.spec.schema.ARCHITECTURE_SPECS`,
+fields of :mod:`ntkpipe.lang.schema` (sources, activations, parameterizations, optimizers, losses,
+schedules, model kinds, label kinds, summary kinds), :data:`~ntkpipe.lang.schema.ARCHITECTURE_SPECS`,
 the figure kinds of ``FigureSpec``, :data:`~ntkpipe.stages.STAGES` (what a stage provides, and
 where a run names it: :data:`~ntkpipe.stages.inputs.REFERENCES`), the sweep axes
-:data:`~ntkpipe.spec.axes.AXES` and the measurements of :data:`~ntkpipe.measure.REGISTRY` with
+:data:`~ntkpipe.lang.axes.AXES` and the measurements of :data:`~ntkpipe.measure.REGISTRY` with
 their ``unmet`` requirements, ``depends_on`` and declared options. A newly registered measurement,
 option, activation, optimizer, loss or axis is generated without editing this file; a new source,
 architecture, stage or figure kind needs a builder below (``test_builders_cover_the_registries``
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import copy
 import typing
-from types import SimpleNamespace
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import yaml
@@ -33,10 +33,10 @@ from hypothesis import strategies as st
 
 from ntkpipe.data.dataset import output_count
 from ntkpipe.errors import SpecError
+from ntkpipe.lang import schema
+from ntkpipe.lang.axes import AXES, models_in
+from ntkpipe.lang.paths import get_path, set_path
 from ntkpipe.measure.registry import REGISTRY, Measurement
-from ntkpipe.spec import schema
-from ntkpipe.spec.axes import AXES, models_in
-from ntkpipe.spec.paths import get_path, set_path
 from ntkpipe.stages import STAGES
 from ntkpipe.stages.inputs import REFERENCES
 from ntkpipe.study.load import Study, load_study

@@ -17,11 +17,11 @@ from ntkpipe.models import MLP
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from cnn_ntk import cifar_sized_images
-from gram_vs_gemm import layer_gemm_flops
-from nt_reference import relative_error, sample_rows
-from suite_time import compile_seconds, job_seconds
-from train_throughput import step_flops
+from cnn_ntk import cifar_sized_images  # noqa: E402 (benchmarks/ is not a package)
+from gram_vs_gemm import layer_gemm_flops  # noqa: E402 (benchmarks/ is not a package)
+from nt_reference import relative_error, sample_rows  # noqa: E402 (benchmarks/ is not a package)
+from suite_time import compile_seconds, job_seconds  # noqa: E402 (benchmarks/ is not a package)
+from train_throughput import step_flops  # noqa: E402 (benchmarks/ is not a package)
 
 
 def test_step_flops_match_xla_cost_analysis_of_a_gd_step():

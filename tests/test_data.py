@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ntkpipe.data import class_targets, eigenvector_sign_targets, load_dataset, output_count, partial_whitening_map
-from ntkpipe.spec.schema import DataSpec
+from ntkpipe.lang.schema import DataSpec
 
 
 def teacher(**kw) -> DataSpec:

@@ -16,9 +16,9 @@ import pytest
 from ntkpipe import open_dataset
 from ntkpipe.data.digits import digits_pool
 from ntkpipe.errors import SpecError
+from ntkpipe.lang.schema import SweepFigure, TimeSeriesFigure, TrainSpec
 from ntkpipe.models import MLP
 from ntkpipe.plots import plot_sweep, plot_time_series
-from ntkpipe.spec.schema import SweepFigure, TimeSeriesFigure, TrainSpec
 from ntkpipe.study.load import load_study
 from ntkpipe.train import train
 from ntkpipe.train.loop import EXPLOSION_FACTOR, blew_up, exploded

@@ -13,7 +13,7 @@ import pytest
 
 from ntkpipe.data import file_checks, files
 from ntkpipe.data.file_checks import PATH_KEY, clear_data_file_cache, data_file_problems
-from ntkpipe.spec.schema import DataSpec
+from ntkpipe.lang.schema import DataSpec
 from tests.test_data_files import (
     MNIST_NAMES,
     cifar_batch,

@@ -17,9 +17,9 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from ntkpipe.cli import main
-from ntkpipe.spec import schema
-from ntkpipe.spec.axes import models_in
-from ntkpipe.spec.yaml_lines import load_with_lines
+from ntkpipe.lang import schema
+from ntkpipe.lang.axes import models_in
+from ntkpipe.lang.yaml_lines import load_with_lines
 from tests.strategies import valid_studies
 
 SECTIONS = {"data": schema.DataSpec, "train": schema.TrainSpec}

@@ -33,8 +33,17 @@ from ntkpipe.stages import STAGES
 from ntkpipe.study.checks import SKIP_CHECKSUMS
 from ntkpipe.workflow import build_index
 from tests.conftest import REPO
-from tests.strategies import (ARCHITECTURE_BUILDERS, ARCHITECTURES, DATA_BUILDERS, FIGURE_BUILDERS, FIGURE_KINDS,
-                              SOURCES, STAGE_MODELS, DrawnStudy, valid_studies)
+from tests.strategies import (
+    ARCHITECTURE_BUILDERS,
+    ARCHITECTURES,
+    DATA_BUILDERS,
+    FIGURE_BUILDERS,
+    FIGURE_KINDS,
+    SOURCES,
+    STAGE_MODELS,
+    DrawnStudy,
+    valid_studies,
+)
 from tests.test_data_files import MNIST_NAMES, idx_bytes, write_batch
 
 pytestmark = pytest.mark.workflow
@@ -87,8 +96,13 @@ def snakemake_run(workdir: Path) -> None:
     """Run every study in ``workdir/specs``; keep going past a failed job (the checks name it)."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, ExecutionSettings, OutputSettings,
-                                          ResourceSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        ExecutionSettings,
+        OutputSettings,
+        ResourceSettings,
+    )
 
     cwd = os.getcwd()
     try:

@@ -6,9 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import MLP, Linearized
 from ntkpipe.ntk import empirical_ntk, flatten_gram
-from ntkpipe.spec.schema import TrainSpec
 from ntkpipe.theory.kernel_gd import kernel_gd
 from ntkpipe.train import train
 

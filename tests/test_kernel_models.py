@@ -4,7 +4,6 @@ network run they read)."""
 
 from __future__ import annotations
 
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -13,9 +12,9 @@ import pytest
 
 from ntkpipe import empirical_ntk, flatten_gram
 from ntkpipe.errors import SpecError
+from ntkpipe.lang.schema import MODEL_SPEC
 from ntkpipe.models import build_model, learning_rate_scale
 from ntkpipe.ntk.kernel_stats import kernel_alignment
-from ntkpipe.spec.schema import MODEL_SPEC
 from ntkpipe.stages import run_context
 from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study

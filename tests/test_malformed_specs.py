@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ntkpipe.cli import main
-from ntkpipe.spec.sweep import count_points, expand
+from ntkpipe.lang.sweep import count_points, expand
 from tests.conftest import REPO
 
 CORPUS = Path(__file__).parent / "malformed_specs"

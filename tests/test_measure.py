@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from ntkpipe.measure.crossing import first_crossing, half_loss_time
-from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.measure.fits import log_law, power_law
-from ntkpipe.ntk.kernel_stats import kernel_alignment, kernel_norm
 from ntkpipe.measure.weights import first_layer_alignment
 from ntkpipe.models import MLP
+from ntkpipe.ntk.eigen import top_eigenpairs
+from ntkpipe.ntk.kernel_stats import kernel_alignment, kernel_norm
 
 RNG = np.random.default_rng(0)
 

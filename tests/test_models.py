@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from ntkpipe.lang.schema import MlpSpec
 from ntkpipe.models import MLP, Linearized, build_model
-from ntkpipe.spec.schema import MlpSpec
 
 X = jnp.asarray(np.random.default_rng(0).standard_normal((6, 5)))
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from ntkpipe.models import MLP, Linearized, trainable
+from ntkpipe.models import MLP, Linearized, layer_components, trainable
 from ntkpipe.ntk import (
     NtkImplementation,
     empirical_ntk,
@@ -19,7 +19,6 @@ from ntkpipe.ntk import (
     jacobian_alignment,
     jacobian_alignments,
 )
-from ntkpipe.models import layer_components
 
 RTOL = 1e-10
 IMPLEMENTATIONS = [NtkImplementation.JACOBIAN, NtkImplementation.MLP_LAYERS]

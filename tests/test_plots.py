@@ -16,13 +16,12 @@ from pydantic import TypeAdapter
 
 from ntkpipe.jobs.aggregate import aggregate_study
 from ntkpipe.jobs.plot import draw_figure, plot_figure
+from ntkpipe.lang.schema import FigureSpec, MatrixFigure, StudySpec
+from ntkpipe.lang.titles import figure_title
 from ntkpipe.plots import PLOTTERS
 from ntkpipe.plots.checks import EMPTY_PANEL, draw, drawn_tick_labels, figure_defects, legends, line_style
-from ntkpipe.plots.finish import (finish_figure, integer_ticks, separate_coincident_lines, thin_tick_labels,
-                                  wrap_to)
+from ntkpipe.plots.finish import finish_figure, integer_ticks, separate_coincident_lines, thin_tick_labels, wrap_to
 from ntkpipe.plots.style import hue_label, new_figure, save
-from ntkpipe.spec.schema import FigureSpec, MatrixFigure, StudySpec
-from ntkpipe.spec.titles import figure_title
 from tests.conftest import run_study_jobs
 
 SIGMAS = [0.5, 1.0]

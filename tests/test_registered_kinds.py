@@ -11,7 +11,6 @@ import pytest
 from ntkpipe.jobs import aggregate_study
 from ntkpipe.jobs.plot import draw_figure
 from ntkpipe.plots.checks import figure_defects
-from ntkpipe.store import read_store
 from tests.test_data_files import idx_bytes, write_batch
 from tests.test_measurements_pipeline import final_layers, forward, initial_layers, study_runs
 

@@ -16,11 +16,20 @@ from pathlib import Path
 
 import pytest
 
+from ntkpipe.lang.schema import (
+    ARCHITECTURE_SPECS,
+    MODEL_KINDS,
+    DataSpec,
+    FigureSpec,
+    MlpSpec,
+    ModelBase,
+    OptimizerSpec,
+    SummarySpec,
+    TrainSpec,
+)
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.models import ACTIVATIONS, ARCHITECTURES
 from ntkpipe.plots import PLOTTERS
-from ntkpipe.spec.schema import (ARCHITECTURE_SPECS, MODEL_KINDS, DataSpec, FigureSpec, MlpSpec, ModelBase,
-                                 OptimizerSpec, SummarySpec, TrainSpec)
 from ntkpipe.stages import STAGES
 from ntkpipe.train.losses import LOSSES
 

@@ -12,14 +12,14 @@ import xarray as xr
 from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import Dataset
+from ntkpipe.lang.schema import MeasureItem, RunSpec
 from ntkpipe.measure import final
 from ntkpipe.measure.checkpoint import energy
 from ntkpipe.measure.context import ModelView, RunContext
-from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.measure.rotation import energy_concentration, parameter_distances
 from ntkpipe.models import CNN, MLP, ConvLayer, Linearized, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
-from ntkpipe.spec.schema import MeasureItem, RunSpec
+from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.train.loop import Trajectory
 
 RNG = np.random.default_rng(1)

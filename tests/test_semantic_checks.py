@@ -10,16 +10,23 @@ import textwrap
 from pathlib import Path
 
 import jax
-import numpy as np
 import pytest
 
 from ntkpipe.cli import main
 from ntkpipe.data import output_count
 from ntkpipe.errors import ConfigError, SpecError
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models import build_model, trainable
-from ntkpipe.resources import (MIB, input_shape, memory_limit, memory_mb, parameter_count, peak_memory_mb,
-                               run_memory_mb, state_bytes)
-from ntkpipe.spec.schema import RunSpec
+from ntkpipe.resources import (
+    MIB,
+    input_shape,
+    memory_limit,
+    memory_mb,
+    parameter_count,
+    peak_memory_mb,
+    run_memory_mb,
+    state_bytes,
+)
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
 from ntkpipe.train.optim import update_direction

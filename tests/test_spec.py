@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from ntkpipe.errors import SpecError
-from ntkpipe.spec.axes import AXES
-from ntkpipe.spec.identity import canonical_json, content_id
+from ntkpipe.lang.axes import AXES
+from ntkpipe.lang.identity import canonical_json, content_id
+from ntkpipe.lang.sweep import SweepError, check_unique, expand, fill_unset_axes
+from ntkpipe.lang.yaml_lines import load_with_lines
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
-from ntkpipe.spec.sweep import SweepError, check_unique, expand, fill_unset_axes
-from ntkpipe.spec.yaml_lines import load_with_lines
 
 BASE = """\
 data: {source: linear_teacher, dim: 4, n_train: 8, gamma: 0.0}

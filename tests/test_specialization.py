@@ -11,16 +11,22 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import Dataset
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.measure import checkpoint, final
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.context import ModelView, RunContext
 from ntkpipe.measure.registry import VARIABLES
-from ntkpipe.measure.specialization import (diagonal_ratio, kernel_specialization_matrix, subkernel,
-                                            target_projections, trace_per_point, traced_alignment,
-                                            traced_kernel)
+from ntkpipe.measure.specialization import (
+    diagonal_ratio,
+    kernel_specialization_matrix,
+    subkernel,
+    target_projections,
+    trace_per_point,
+    traced_alignment,
+    traced_kernel,
+)
 from ntkpipe.models import CNN, MLP, ConvLayer, Linearized, trainable
 from ntkpipe.ntk import component_grams, empirical_ntk
-from ntkpipe.spec.schema import RunSpec
 from ntkpipe.theory.relu_components import component_rates
 from ntkpipe.train.loop import Trajectory, train
 

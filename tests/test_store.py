@@ -26,8 +26,8 @@ import ntkpipe.store as store_module
 from ntkpipe import __version__
 from ntkpipe.cli import main
 from ntkpipe.errors import ResultError, SpecError
+from ntkpipe.lang.identity import content_id
 from ntkpipe.results_dir import every_planned_store
-from ntkpipe.spec.identity import content_id
 from ntkpipe.store import MANIFEST, OtherVersionWarning, read_store, verify_store, write_store
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study

@@ -9,8 +9,8 @@ import numpy as np
 import optax
 import pytest
 
+from ntkpipe.lang.schema import CheckpointSpec, TrainSpec
 from ntkpipe.models import MLP, Linearized
-from ntkpipe.spec.schema import CheckpointSpec, TrainSpec
 from ntkpipe.train import checkpoint_steps, total_steps, train
 
 RNG = np.random.default_rng(0)

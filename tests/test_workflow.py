@@ -198,7 +198,7 @@ def test_show_prints_time_series(workdir, first_run, capsys):
 
     assert main(["show", str(workdir / "results/tiny_scaling/tiny_scaling.zarr")]) == 0
     out = capsys.readouterr().out
-    line = next(l for l in out.splitlines() if l.startswith("loss — training loss: "))
+    line = next(row for row in out.splitlines() if row.startswith("loss — training loss: "))
     assert re.search(r": [▁▂▃▄▅▆▇█]{20,24} \(log\)  range \[", line), line
     ds = xr.open_zarr(workdir / "results/tiny_scaling/tiny_scaling.zarr")
     final = ds["loss"].isel(time=-1).values

@@ -17,10 +17,18 @@ import numpy as np
 from ntkpipe.data.digits import digits_pool
 from ntkpipe.data.images import grayscale, resize
 from ntkpipe.data.nad import nad_samples
-from ntkpipe.data.synthetic import (gaussian_inputs, line_direction, line_inputs, mixture_samples, orthonormal_centres, random_signs,
-                                    sphere_inputs, unit_teacher)
+from ntkpipe.data.synthetic import (
+    gaussian_inputs,
+    line_direction,
+    line_inputs,
+    mixture_samples,
+    orthonormal_centres,
+    random_signs,
+    sphere_inputs,
+    unit_teacher,
+)
 from ntkpipe.data.whitening import partial_whitening_map
-from ntkpipe.spec.schema import SYNTHETIC_SOURCES, DataSpec
+from ntkpipe.lang.schema import SYNTHETIC_SOURCES, DataSpec
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ class Dataset:
         n = vt[0]
         return n if n @ self.flat_train[0] >= 0 else -n
 
-    def with_targets(self, y_all: np.ndarray) -> "Dataset":
+    def with_targets(self, y_all: np.ndarray) -> Dataset:
         """Replace the targets by ``y_all`` (n_train + n_test, C), train rows first."""
         n = self.x_train.shape[0]
         return Dataset(self.x_train, y_all[:n], self.x_test, y_all[n:], self.beta, self.class_labels)

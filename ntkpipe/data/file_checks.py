@@ -52,7 +52,7 @@ from ntkpipe.data.files import (
     resolve_data_dir,
 )
 from ntkpipe.errors import DataFileError
-from ntkpipe.spec.schema import DataSpec
+from ntkpipe.lang.schema import DataSpec
 
 __all__ = ["PATH_KEY", "clear_data_file_cache", "data_file_problems"]
 

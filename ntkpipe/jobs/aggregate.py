@@ -28,9 +28,9 @@ from ntkpipe.layout import RUN, axis_order, is_full_grid, sub_grid
 from ntkpipe.measure.fits import FITS
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.plots.style import final_value
+from ntkpipe.store import write_store
 from ntkpipe.study.plan import StudyPlan
 from ntkpipe.theory import phases
-from ntkpipe.store import write_store
 
 
 def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:

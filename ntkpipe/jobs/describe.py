@@ -10,14 +10,14 @@ so a new variable cannot ship without a description. A study dataset also gets i
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import xarray as xr
 
 from ntkpipe.jobs.residuals import residual_attrs
+from ntkpipe.lang.axes import AXES, SWEEPABLE_SECTIONS, models_in
 from ntkpipe.measure.registry import ALWAYS_RECORDED, TIME_UNITS, VARIABLES, variable_attrs
 from ntkpipe.plots.style import AXIS_LABELS, axis_label, variable_label
-from ntkpipe.spec.axes import AXES, SWEEPABLE_SECTIONS, models_in
 from ntkpipe.train.final_state import DYNAMICS_PREFIX, PARAMS
 
 COORDINATES: dict[str, tuple[str, str | None, str]] = {
@@ -187,5 +187,5 @@ def provenance(study, run_attrs: list[dict]) -> dict[str, str]:
             versions.append(found)
     return {"study": study.name, "variant": study.variant, "spec_path": str(study.path),
             "study_spec": json.dumps(study.spec.model_dump(mode="json"), sort_keys=True),
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "run_versions": json.dumps(versions, sort_keys=True)}

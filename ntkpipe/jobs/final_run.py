@@ -13,7 +13,7 @@ from pathlib import Path
 from ntkpipe.errors import ResultError
 from ntkpipe.jobs.describe import describe
 from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
-from ntkpipe.spec.schema import KERNEL_KINDS
+from ntkpipe.lang.schema import KERNEL_KINDS
 from ntkpipe.stages import run_context
 from ntkpipe.store import read_store, write_store
 from ntkpipe.study.plan import FinalJob

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.measure.context import RunContext
 from ntkpipe.measure.registry import REGISTRY, VARIABLES, Measurement
-from ntkpipe.spec.schema import RunSpec
 from ntkpipe.train.loop import Trajectory
 
 

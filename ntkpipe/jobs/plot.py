@@ -7,11 +7,11 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from ntkpipe.lang.titles import figure_title
 from ntkpipe.layout import open_dataset
 from ntkpipe.plots import PLOTTERS
 from ntkpipe.plots.checks import figure_defects
 from ntkpipe.plots.style import save
-from ntkpipe.spec.titles import figure_title
 from ntkpipe.study.plan import StudyPlan
 
 

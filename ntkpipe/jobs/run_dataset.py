@@ -9,8 +9,8 @@ import json
 import xarray as xr
 
 from ntkpipe.errors import ResultError
+from ntkpipe.lang.identity import canonical_json
 from ntkpipe.measure.registry import MEASUREMENTS, REGISTRY
-from ntkpipe.spec.identity import canonical_json
 from ntkpipe.store import read_store
 from ntkpipe.study.final_items import FINAL_ITEMS_ATTR, item_key
 from ntkpipe.study.plan import FinalJob, RunJob

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ntkpipe.lang.axes import dimension
 from ntkpipe.layout import RUN
-from ntkpipe.spec.axes import dimension
 from ntkpipe.store import read_store
 from ntkpipe.study.plan import StudyPlan
 

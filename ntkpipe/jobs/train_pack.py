@@ -4,8 +4,8 @@ each what :func:`ntkpipe.jobs.train_run.train_run` would write (up to float roun
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ntkpipe.jobs.train_run import checkpoint_measure, write_run_store
 from ntkpipe.measure.context import PackedView

@@ -10,11 +10,11 @@ import numpy as np
 from ntkpipe.errors import ResultError
 from ntkpipe.jobs.describe import describe
 from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
+from ntkpipe.lang.schema import KERNEL_KINDS, REFERENCE_KINDS
 from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, RunContext
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.models import learning_rate_scale, run_keys
 from ntkpipe.ntk import empirical_ntk, flatten_gram
-from ntkpipe.spec.schema import KERNEL_KINDS, REFERENCE_KINDS
 from ntkpipe.stages import run_context
 from ntkpipe.store import write_store
 from ntkpipe.study.final_items import FINAL_ITEMS_ATTR, final_items_attr

@@ -6,11 +6,11 @@ import numpy as np
 
 from ntkpipe.measure.accuracy import accuracy
 from ntkpipe.measure.context import ModelView
-from ntkpipe.ntk.kernel_stats import kernel_alignment, kernel_norm
 from ntkpipe.measure.rotation import energy_concentration
 from ntkpipe.measure.specialization import target_projections, trace_per_point, traced_alignment
 from ntkpipe.measure.weights import first_layer_alignment, moving_network
 from ntkpipe.ntk import component_grams
+from ntkpipe.ntk.kernel_stats import kernel_alignment, kernel_norm
 from ntkpipe.theory.final_kernel import mode_strengths
 from ntkpipe.train.losses import LOSSES
 

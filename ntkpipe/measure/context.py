@@ -17,8 +17,8 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.data import Dataset
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.ntk import empirical_ntk, flatten_gram
-from ntkpipe.spec.schema import RunSpec
 
 
 @eqx.filter_jit

@@ -9,14 +9,15 @@ This table is also the single source of the variables' dataset attributes (:func
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from ntkpipe.data.dataset import output_count
+from ntkpipe.lang.schema import KERNEL_KINDS, RunSpec
 from ntkpipe.measure import checkpoint, final
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.options import Option
-from ntkpipe.spec.schema import KERNEL_KINDS, RunSpec
 
 TIME_UNITS = "gradient-flow time t = η₀·step"
 """The unit of ``time`` and of times read off it (t½, …): η₀ is train.optimizer.lr."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ntkpipe.data.dataset import output_count
-from ntkpipe.spec.schema import RunSpec
+from ntkpipe.lang.schema import RunSpec
 
 OFE_KINDS = ("ofe", "ofe_fit")
 

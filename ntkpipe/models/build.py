@@ -1,7 +1,7 @@
 """Instantiate the model a spec describes; the one place where a seed becomes initial weights.
 
 :data:`ARCHITECTURES` maps ``model.architecture`` to the builder of its network; the spec of each
-is its member of ``ntkpipe.spec.schema.ModelSpec``.
+is its member of ``ntkpipe.lang.schema.ModelSpec``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from ntkpipe.lang.schema import CnnSpec, MlpSpec, ModelSpec
 from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
 from ntkpipe.models.init import mirrored, near_parallel
 from ntkpipe.models.linearized import Linearized
 from ntkpipe.models.mlp import MLP
-from ntkpipe.spec.schema import CnnSpec, MlpSpec, ModelSpec
 
 
 def run_keys(seed: int) -> tuple[jax.Array, jax.Array]:

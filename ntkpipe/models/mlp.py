@@ -102,8 +102,8 @@ class MLP(eqx.Module):
         return len(self.weights)
 
     def layer_inputs_and_output(
-        self, x: Float[Array, " D"], offsets: tuple[Array, ...] | None = None
-    ) -> tuple[tuple[Array, ...], Float[Array, " C"]]:
+        self, x: Float[Array, " D"], offsets: tuple[Array, "..."] | None = None
+    ) -> tuple[tuple[Array, "..."], Float[Array, " C"]]:
         """Return ``(h_0 … h_{L-1}), f(x)``; ``offsets[ℓ]`` is added to z_ℓ (for ∂f/∂z_ℓ).
         An image input is flattened row-major: h_0 = vec(x)."""
         phi = ACTIVATIONS[self.activation]

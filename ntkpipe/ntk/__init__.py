@@ -2,17 +2,12 @@
 their readout / hidden split, Jacobian alignment, the mixed derivative ∇²ₓθ f behind neural
 anisotropy directions, top eigenpairs (eigh, Lanczos, randomized)."""
 
-from ntkpipe.ntk.alignment import jacobian_alignment
-from ntkpipe.ntk.alignment import jacobian_alignments
+from ntkpipe.ntk.alignment import jacobian_alignment, jacobian_alignments
 from ntkpipe.ntk.components import component_grams
-from ntkpipe.ntk.dispatch import NtkImplementation
-from ntkpipe.ntk.dispatch import choose_implementation
-from ntkpipe.ntk.dispatch import empirical_ntk
+from ntkpipe.ntk.dispatch import NtkImplementation, choose_implementation, empirical_ntk
 from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.ntk.layout import flatten_gram
-from ntkpipe.ntk.mixed import mixed_gram
-from ntkpipe.ntk.mixed import neural_anisotropy_directions
-from ntkpipe.ntk.mixed import stein_check
+from ntkpipe.ntk.mixed import mixed_gram, neural_anisotropy_directions, stein_check
 
 __all__ = [
     "NtkImplementation",

@@ -87,7 +87,7 @@ def jacobian_alignments(
 def jacobian_alignment(
     model: eqx.Module,
     x: Float[ArrayLike, "n D"],
-    v: Float[ArrayLike, "n *C"],
+    v: Float[ArrayLike, " n *C"],
     *,
     block_size: int = 256,
 ) -> Float[Array, ""]:

@@ -44,7 +44,7 @@ Point = Literal["origin", "gaussian"]
 STEIN_SAMPLES = 2**16
 
 
-def gaussian_points(key: PRNGKeyArray, samples: int, input_shape: tuple[int, ...]) -> Float[Array, "S *shape"]:
+def gaussian_points(key: PRNGKeyArray, samples: int, input_shape: tuple[int, ...]) -> Float[Array, " S *shape"]:
     """x_s ~ N(0, I), shape ``(samples, *input_shape)``, float64: the draws behind ``at="gaussian"``."""
     return jax.random.normal(key, (samples, *input_shape), jnp.float64)
 
@@ -61,7 +61,7 @@ def _weighted_gradient(arrays, rest, output: int):
     return gradient
 
 
-def _mean_jvp(arrays, rest, output, x_blocks, w_blocks, tangents: Float[Array, "k *shape"]):
+def _mean_jvp(arrays, rest, output, x_blocks, w_blocks, tangents: Float[Array, " k *shape"]):
     """Σ_s w_s M(x_s) u_m for each of the ``k`` tangents: a pytree like ``arrays``, leading axis k."""
     gradient = _weighted_gradient(arrays, rest, output)
 
@@ -78,7 +78,7 @@ def _mean_jvp(arrays, rest, output, x_blocks, w_blocks, tangents: Float[Array, "
     return lax.scan(add_block, zeros, (x_blocks, w_blocks))[0]
 
 
-def _mean_vjp(arrays, rest, output, x_blocks, w_blocks, cotangents) -> Float[Array, "k *shape"]:
+def _mean_vjp(arrays, rest, output, x_blocks, w_blocks, cotangents) -> Float[Array, " k *shape"]:
     """Σ_s w_s M(x_s)ᵀ w_m for each of the ``k`` cotangents (a pytree like ``arrays``, leading axis k)."""
     gradient = _weighted_gradient(arrays, rest, output)
 
@@ -102,7 +102,7 @@ def _gram_columns(arrays, rest, output: int, x_blocks, w_blocks, basis_blocks: F
 
 
 @eqx.filter_jit
-def _half_products(arrays, rest, output: int, half_a, half_b, tangents: Float[Array, "k *shape"]) -> Float[Array, " k"]:
+def _half_products(arrays, rest, output: int, half_a, half_b, tangents: Float[Array, " k *shape"]) -> Float[Array, " k"]:
     """⟨M̄_A u, M̄_B u⟩ for each tangent u, M̄_A and M̄_B the averages of M over two sets of points."""
     products_a = _mean_jvp(arrays, rest, output, *half_a, tangents)
     products_b = _mean_jvp(arrays, rest, output, *half_b, tangents)
@@ -112,7 +112,7 @@ def _half_products(arrays, rest, output: int, half_a, half_b, tangents: Float[Ar
     )
 
 
-def _blocked_points(points: Float[Array, "S *shape"], sample_block: int):
+def _blocked_points(points: Float[Array, " S *shape"], sample_block: int):
     """Points in ``(B, b, *shape)`` blocks with weights 1/S; padded points get weight 0."""
     samples = len(points)
     size = min(sample_block, samples)
@@ -226,7 +226,7 @@ def neural_anisotropy_directions(
 def stein_check(
     model: eqx.Module,
     input_shape: tuple[int, ...],
-    directions: Float[Array, "k *shape"],
+    directions: Float[Array, " k *shape"],
     *,
     samples: int = STEIN_SAMPLES,
     key: PRNGKeyArray,

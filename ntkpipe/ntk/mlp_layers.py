@@ -53,7 +53,7 @@ TILE_ROWS = 640
 
 # Per example (batched: a leading example axis): layer inputs h_{ℓ-1} of shape (n_{ℓ-1},) and
 # output gradients g_ℓ = ∂f/∂z_ℓ of shape (C, n_ℓ), for ℓ = 1 … L.
-LayerFeatures = tuple[tuple[Array, ...], tuple[Array, ...]]
+LayerFeatures = tuple[tuple[Array, "..."], tuple[Array, "..."]]
 
 
 def structured_mlp(model: eqx.Module) -> MLP | None:

@@ -29,10 +29,9 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from ntkpipe.models import trainable
+from ntkpipe.models import layer_components, trainable
 from ntkpipe.ntk.blocking import assemble_gram
 from ntkpipe.ntk.outputs import OUTPUT_AXES, output_shape
-from ntkpipe.models import layer_components
 
 
 def _pullbacks(arrays, rest, x: Float[Array, "a ..."], num_outputs: int) -> list[Float[Array, "a C ..."]]:

@@ -19,8 +19,18 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, Formatter, LogFormatter, MaxNLocator, NullLocator
 
-from ntkpipe.plots.checks import (EMPTY_PANEL, PIXEL, coincide, data_lines, draw, drawn_tick_labels, integer_data,
-                                  legend_covers, line_style, texts_outside)
+from ntkpipe.plots.checks import (
+    EMPTY_PANEL,
+    PIXEL,
+    coincide,
+    data_lines,
+    draw,
+    drawn_tick_labels,
+    integer_data,
+    legend_covers,
+    line_style,
+    texts_outside,
+)
 from ntkpipe.plots.style import PLAIN, diverged_runs, number, power_of_ten
 
 LEGEND = {"fontsize": 8, "frameon": False}

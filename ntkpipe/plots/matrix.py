@@ -19,8 +19,17 @@ from matplotlib.colors import Normalize
 
 from ntkpipe.layout import axis_values, select, sub_grid
 from ntkpipe.plots.finish import explain_empty, finish_figure
-from ntkpipe.plots.style import (axis_label, diverged_label, final_value, hue_label, is_numeric, new_figure, number,
-                                 variable_label, without_diverged)
+from ntkpipe.plots.style import (
+    axis_label,
+    diverged_label,
+    final_value,
+    hue_label,
+    is_numeric,
+    new_figure,
+    number,
+    variable_label,
+    without_diverged,
+)
 
 CMAP = "viridis"
 

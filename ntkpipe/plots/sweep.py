@@ -17,8 +17,21 @@ from matplotlib.ticker import NullFormatter
 from ntkpipe.layout import axis_values, select, sub_grid
 from ntkpipe.measure.fits import FITS
 from ntkpipe.plots.finish import explain_empty, finish_figure
-from ntkpipe.plots.style import (AXIS_SYMBOLS, axis_label, darker, drawable, final_value, hue_colors, hue_label,
-                                 is_numeric, new_figure, note_diverged, number, variable_label, without_diverged)
+from ntkpipe.plots.style import (
+    AXIS_SYMBOLS,
+    axis_label,
+    darker,
+    drawable,
+    final_value,
+    hue_colors,
+    hue_label,
+    is_numeric,
+    new_figure,
+    note_diverged,
+    number,
+    variable_label,
+    without_diverged,
+)
 
 STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
 

@@ -18,8 +18,20 @@ from matplotlib.colors import LogNorm, Normalize
 
 from ntkpipe.layout import axis_values, select, sub_grid
 from ntkpipe.plots.finish import explain_empty, figure_legend, finish_figure
-from ntkpipe.plots.style import (TIME_LABEL, axis_label, darker, diverged_label, drawable, final_value, hue_colors,
-                                 hue_label, is_numeric, new_figure, variable_label, without_diverged)
+from ntkpipe.plots.style import (
+    TIME_LABEL,
+    axis_label,
+    darker,
+    diverged_label,
+    drawable,
+    final_value,
+    hue_colors,
+    hue_label,
+    is_numeric,
+    new_figure,
+    variable_label,
+    without_diverged,
+)
 
 OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.ntk import empirical_ntk, flatten_gram
+from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.stages.job import StageJob
 from ntkpipe.stages.network import stage_data, stage_network
 from ntkpipe.store import read_store, write_store

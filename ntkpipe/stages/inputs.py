@@ -19,9 +19,9 @@ import xarray as xr
 from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import Dataset, eigenvector_sign_targets, load_dataset, output_count
+from ntkpipe.lang.schema import DataSpec, RunSpec
 from ntkpipe.measure.context import RunContext
 from ntkpipe.models import Linearized, build_model, trainable
-from ntkpipe.spec.schema import DataSpec, RunSpec
 from ntkpipe.store import read_store
 
 REFERENCES: dict[str, tuple[str, ...]] = {

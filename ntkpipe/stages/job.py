@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ntkpipe.spec.schema import RunSpec
+from ntkpipe.lang.schema import RunSpec
 
 
 @dataclass(frozen=True)

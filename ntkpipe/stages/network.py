@@ -6,8 +6,8 @@ from __future__ import annotations
 import equinox as eqx
 
 from ntkpipe.data import Dataset
+from ntkpipe.lang.schema import MODEL_SPEC, DataSpec
 from ntkpipe.models import build_model
-from ntkpipe.spec.schema import MODEL_SPEC, DataSpec
 from ntkpipe.stages.inputs import read_stages, run_data
 from ntkpipe.stages.job import StageJob
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ntkpipe.data import output_count
-from ntkpipe.spec.schema import RunSpec
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.stages.gram import compute_eigendecomposition, compute_ntk_gram
 from ntkpipe.stages.job import StageJob
 from ntkpipe.stages.nad import compute_nads

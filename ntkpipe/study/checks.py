@@ -13,9 +13,9 @@ from typing import Any
 
 from ntkpipe.data import output_count
 from ntkpipe.data.file_checks import data_file_problems
+from ntkpipe.lang.axes import suggest
+from ntkpipe.lang.schema import REFERENCE_KINDS, MeasureItem, RunSpec, StudySpec
 from ntkpipe.measure.registry import ALWAYS_RECORDED, REGISTRY, Variable
-from ntkpipe.spec.axes import suggest
-from ntkpipe.spec.schema import REFERENCE_KINDS, MeasureItem, RunSpec, StudySpec
 from ntkpipe.stages import REFERENCES, STAGES
 
 Problem = tuple[tuple, str]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ntkpipe.lang.identity import canonical, canonical_json
+from ntkpipe.lang.schema import MeasureItem, RunSpec
 from ntkpipe.measure.registry import REGISTRY
-from ntkpipe.spec.identity import canonical, canonical_json
-from ntkpipe.spec.schema import MeasureItem, RunSpec
 from ntkpipe.store import verified_attrs
 
 FINAL_ITEMS_ATTR = "final_items"

@@ -16,15 +16,22 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ntkpipe.errors import SpecError
+from ntkpipe.lang import scaling as scale
+from ntkpipe.lang.axes import AXES, suggest
+from ntkpipe.lang.paths import MISSING, get_path, set_path
+from ntkpipe.lang.schema import SOURCE_FIELDS, CrossKeyError, RunSpec, ScalingSpec, StudySpec
+from ntkpipe.lang.sweep import (
+    SweepError,
+    axis_values,
+    case_overrides,
+    check_unique,
+    expand,
+    fill_unset_axes,
+    to_dimensions,
+)
+from ntkpipe.lang.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
 from ntkpipe.study import checks
 from ntkpipe.study.size import run_count, run_limit, too_many_runs
-from ntkpipe.spec import scaling as scale
-from ntkpipe.spec.axes import AXES, suggest
-from ntkpipe.spec.paths import MISSING, get_path, set_path
-from ntkpipe.spec.schema import SOURCE_FIELDS, CrossKeyError, RunSpec, ScalingSpec, StudySpec
-from ntkpipe.spec.sweep import (SweepError, axis_values, case_overrides, check_unique, expand, fill_unset_axes,
-                                to_dimensions)
-from ntkpipe.spec.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
 
 DEFAULT_VARIANT = "default"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -227,7 +234,7 @@ def merge_overrides(base: dict, override: dict) -> dict:
     """``deep_merge`` for spec overrides (variants, cases), except that an override that names
     another ``model.architecture`` replaces the whole model section (fields differ between them),
     and one that names another ``data.source`` first drops the data keys that source does not take
-    (``dim`` for images, ``classes`` for synthetic data, …: :data:`~ntkpipe.spec.schema.SOURCE_FIELDS`)."""
+    (``dim`` for images, ``classes`` for synthetic data, …: :data:`~ntkpipe.lang.schema.SOURCE_FIELDS`)."""
     replaced = {}
     model, data = override.get("model"), override.get("data")
     if isinstance(model, dict) and isinstance(base.get("model"), dict):

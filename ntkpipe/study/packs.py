@@ -14,11 +14,11 @@ store is missing, so adding one σ to a finished sweep plans one single run, tra
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
-from ntkpipe.spec.identity import canonical_json, content_id
-from ntkpipe.spec.schema import KERNEL_KINDS, RunSpec
+from ntkpipe.lang.identity import canonical_json, content_id
+from ntkpipe.lang.schema import KERNEL_KINDS, RunSpec
 from ntkpipe.study.plan import RunJob
 
 MAX_PACK = 32

@@ -8,7 +8,7 @@ Layout under ``results/`` (``tag`` = study name, or ``<study>-<variant>`` for a 
     <tag>/<tag>.zarr                        the study dataset (sweep axes as dimensions)
     <tag>/figures/<figure>.png
 
-Run and stage ids are content hashes of what the job computes (:mod:`ntkpipe.spec.identity`), so
+Run and stage ids are content hashes of what the job computes (:mod:`ntkpipe.lang.identity`), so
 identical runs are made once and any change makes a new id; a run's id leaves out its final
 measurements (:mod:`ntkpipe.study.final_items`), so adding one never retrains: the training job
 computes those asked for when it runs, a final job those its existing store lacks. The aggregation
@@ -17,14 +17,14 @@ and figure jobs carry their own slice of the spec as their config.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
-from ntkpipe.spec.identity import canonical, content_id
-from ntkpipe.spec.paths import get_path
-from ntkpipe.spec.schema import REFERENCE_KINDS, MeasureItem, RunSpec
-from ntkpipe.spec.titles import figure_title
+from ntkpipe.lang.identity import canonical, content_id
+from ntkpipe.lang.paths import get_path
+from ntkpipe.lang.schema import REFERENCE_KINDS, MeasureItem, RunSpec
+from ntkpipe.lang.titles import figure_title
 from ntkpipe.stages import REFERENCES, STAGES, StageJob
 from ntkpipe.study.final_items import is_final, item_config, item_key, run_final_items, stored_final_items
 from ntkpipe.study.load import DEFAULT_VARIANT, Study

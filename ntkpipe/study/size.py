@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 from ntkpipe.errors import ConfigError
-from ntkpipe.spec import scaling as scale
-from ntkpipe.spec.sweep import SweepError, axis_length, count_points
+from ntkpipe.lang import scaling as scale
+from ntkpipe.lang.sweep import SweepError, axis_length, count_points
 
 MAX_RUNS_DEFAULT = 10_000
 MAX_RUNS_ENV = "NTKPIPE_MAX_RUNS"

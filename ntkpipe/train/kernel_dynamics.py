@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.ntk.kernel_stats import kernel_alignment
 from ntkpipe.progress import Progress
-from ntkpipe.spec.schema import TrainSpec
 from ntkpipe.theory.feature_evolution import fit_feature_rate, ofe_solve
 from ntkpipe.theory.kernel_gd import kernel_gd
 from ntkpipe.train.loop import Trajectory, blew_up, checkpoint_steps, exploded, stack_records, total_steps

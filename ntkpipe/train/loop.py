@@ -15,20 +15,19 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkpipe.lang.schema import CheckpointSpec, OptimizerSpec, TrainSpec
 from ntkpipe.models import layer_components, trainable
 from ntkpipe.progress import Progress
-from ntkpipe.spec.schema import CheckpointSpec, OptimizerSpec, TrainSpec
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
-
 
 EXPLOSION_FACTOR = 10.0
 """A run whose last measured loss exceeds this multiple of its initial loss diverged: it ended an order of

@@ -11,7 +11,7 @@ import functools
 import jax.numpy as jnp
 import optax
 
-from ntkpipe.spec.schema import OptimizerSpec
+from ntkpipe.lang.schema import OptimizerSpec
 
 
 @functools.cache

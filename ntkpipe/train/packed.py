@@ -20,19 +20,29 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.progress import Progress
-from ntkpipe.spec.schema import TrainSpec
-from ntkpipe.train.loop import (Trajectory, advance_steps, blew_up, cast_floats, checkpoint_steps, exploded,
-                                layer_multipliers, stack_records, steps_per_epoch, total_steps)
+from ntkpipe.train.loop import (
+    Trajectory,
+    advance_steps,
+    blew_up,
+    cast_floats,
+    checkpoint_steps,
+    exploded,
+    layer_multipliers,
+    stack_records,
+    steps_per_epoch,
+    total_steps,
+)
 from ntkpipe.train.optim import update_direction
 
 

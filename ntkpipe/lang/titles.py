@@ -3,7 +3,7 @@ paper figure it reproduces (``reproduces``) in parentheses on a line of its own.
 
 from __future__ import annotations
 
-from ntkpipe.spec.schema import StudySpec
+from ntkpipe.lang.schema import StudySpec
 
 
 def figure_title(study: StudySpec, figure) -> str:

@@ -17,7 +17,7 @@ import typing
 
 from pydantic import BaseModel
 
-from ntkpipe.spec.schema import DataSpec, ModelSpec, TrainSpec
+from ntkpipe.lang.schema import DataSpec, ModelSpec, TrainSpec
 
 SWEEPABLE_SECTIONS = {"data": DataSpec, "model": ModelSpec, "train": TrainSpec}
 NOT_SWEEPABLE_FIELDS = {"classes", "path", "stage", "architecture", "shape", "groups", "conv", "dense"}

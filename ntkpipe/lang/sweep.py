@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ntkpipe.spec.axes import AMBIGUOUS, AXES, dimension, suggest
-from ntkpipe.spec.paths import MISSING, get_path
+from ntkpipe.lang.axes import AMBIGUOUS, AXES, dimension, suggest
+from ntkpipe.lang.paths import MISSING, get_path
 
 Point = dict[str, Any]
 SPECIAL = ("zip", "union", "product", "cases")

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ntkpipe.spec.axes import AMBIGUOUS, AXES, SWEEPABLE_SECTIONS, models_in, suggest
-from ntkpipe.spec.paths import get_path, set_path
+from ntkpipe.lang.axes import AMBIGUOUS, AXES, SWEEPABLE_SECTIONS, models_in, suggest
+from ntkpipe.lang.paths import get_path, set_path
 
 AXIS = "d"
 NUMERIC = ("int", "float")

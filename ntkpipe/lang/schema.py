@@ -326,7 +326,7 @@ ARCHITECTURE_SPECS: dict[str, type[ModelBase]] = {"mlp": MlpSpec, "cnn": CnnSpec
 """The architectures a study may name; each has a builder in :data:`ntkpipe.models.ARCHITECTURES`."""
 
 ModelSpec = Annotated[
-    Union[tuple(Annotated[spec, Tag(name)] for name, spec in ARCHITECTURE_SPECS.items())],
+    Union[tuple(Annotated[spec, Tag(name)] for name, spec in ARCHITECTURE_SPECS.items())],  # noqa: UP007 (a union built at run time)
     Discriminator(_architecture),
 ]
 MODEL_SPEC = TypeAdapter(ModelSpec)
