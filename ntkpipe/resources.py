@@ -18,28 +18,15 @@ import re
 
 import jax
 
-from ntkpipe.data import output_count
+from ntkpipe.data import input_shape, output_count
 from ntkpipe.errors import ConfigError
-from ntkpipe.lang.schema import KERNEL_KINDS, DataSpec, RunSpec
+from ntkpipe.lang.schema import KERNEL_KINDS, RunSpec
 from ntkpipe.models import build_model
 
 MIB = 2**20
 BASELINE_MB = 1024
 JACOBIAN_BLOCK = 64
-IMAGE_SHAPES = {"digits": (8, 8, 1), "mnist": (28, 28, 1), "cifar10": (32, 32, 3)}
 RUNTIME_MINUTES = {"train": 120, "final": 120, "stage": 120, "aggregate": 15, "plot": 5}
-
-
-def input_shape(data: DataSpec) -> tuple[int, ...]:
-    """The shape of one input of ``data``, without loading it."""
-    if data.source == "nad":
-        return tuple(data.shape)
-    if data.source in IMAGE_SHAPES:
-        height, width, channels = IMAGE_SHAPES[data.source]
-        if data.image_size is not None:
-            height = width = data.image_size
-        return height, width, 1 if data.grayscale else channels
-    return (data.dim,)
 
 
 def parameter_count(run: RunSpec) -> int:

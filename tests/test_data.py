@@ -261,7 +261,7 @@ def test_new_sources_are_reproducible_from_the_data_seed(spec):
     ({"source": "random_labels", "dim": 4, "n_train": 4, "teacher_scale": 2.0}, "'teacher_scale' does not apply"),
     ({"source": "digits", "n_train": 4, "dim": 4}, "'dim' does not apply to source 'digits'"),
     ({"source": "random_labels", "dim": 4, "n_train": 4, "labels": {"kind": "two_groups"}},
-     "'two_groups' needs an image source"),
+     "'two_groups' needs a source with class labels (digits, mnist, cifar10)"),
 ])
 def test_synthetic_source_errors(spec, message):
     with pytest.raises(ValueError, match=re.escape(message)):

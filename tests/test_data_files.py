@@ -283,7 +283,7 @@ def test_mnist_checksums(tmp_path):
 def test_mnist_checksum_match(tmp_path, monkeypatch):
     write_mnist(tmp_path, gz=True)
     table = {n: hashlib.md5((tmp_path / n).read_bytes()).hexdigest() for n in files.MNIST_GZ_MD5}
-    monkeypatch.setattr(files, "MNIST_GZ_MD5", table)
+    monkeypatch.setattr(files.mnist, "GZ_MD5", table)
     assert verify_checksums(tmp_path, "mnist") == []
     load_mnist(tmp_path, verify=True)
 
@@ -472,7 +472,7 @@ def test_cifar_checksum_match(tmp_path, monkeypatch):
     write_cifar(tmp_path)
     bdir = tmp_path / files.CIFAR10_DIRNAME
     table = {n: hashlib.md5((bdir / n).read_bytes()).hexdigest() for n in files.CIFAR10_BATCH_MD5}
-    monkeypatch.setattr(files, "CIFAR10_BATCH_MD5", table)
+    monkeypatch.setattr(files.cifar10, "BATCH_MD5", table)
     assert verify_checksums(tmp_path, "cifar10") == []
     load_cifar10(tmp_path, verify=True)
 

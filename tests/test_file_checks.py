@@ -7,12 +7,15 @@ import hashlib
 import os
 import pickle
 import struct
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from ntkpipe.data import file_checks, files
 from ntkpipe.data.file_checks import PATH_KEY, clear_data_file_cache, data_file_problems
+from ntkpipe.data.files import idx
+from ntkpipe.data.sources import SOURCES
 from ntkpipe.lang.schema import DataSpec
 from tests.test_data_files import (
     MNIST_NAMES,
@@ -93,14 +96,14 @@ def test_sources_without_files(monkeypatch, source):
 def test_image_payloads_are_not_read(tmp_path, monkeypatch):
     write_mnist(tmp_path, gz={"x_train": True, "y_train": True, "x_test": False, "y_test": False})
     calls = []
-    real = files._read_bytes
+    real = idx.read_bytes
 
-    def spy(path, dataset, limit=-1):
+    def spy(path, fix, limit=-1):
         calls.append((path.name, limit))
-        return real(path, dataset, limit)
+        return real(path, fix, limit)
 
-    monkeypatch.setattr(files, "_read_bytes", spy)
-    monkeypatch.setattr(files, "_gzip_uncompressed_size", lambda p: pytest.fail(f"decompressed {p}"))
+    monkeypatch.setattr(idx, "read_bytes", spy)
+    monkeypatch.setattr(idx, "gzip_uncompressed_size", lambda p, fix: pytest.fail(f"decompressed {p}"))
     assert data_file_problems(spec(path=tmp_path), verify_checksums=False) == []
     images = [(n, lim) for n, lim in calls if "images" in n]
     assert sorted(images) == [("t10k-images-idx3-ubyte", 16), ("train-images-idx3-ubyte.gz", 16)]
@@ -367,7 +370,7 @@ def test_mnist_checksums_only_when_asked(tmp_path, monkeypatch):
     assert "expected md5 f68b3c2dcbeaaa9fbdd348bbdeb94873" in first
     assert "fix: delete it and download it again" in first
     table = {n: hashlib.md5((tmp_path / n).read_bytes()).hexdigest() for n in files.MNIST_GZ_MD5}
-    monkeypatch.setattr(files, "MNIST_GZ_MD5", table)
+    monkeypatch.setattr(files.mnist, "GZ_MD5", table)
     clear_data_file_cache()
     assert data_file_problems(spec(path=tmp_path), verify_checksums=True) == []
 
@@ -383,7 +386,7 @@ def test_cifar_checksums_only_when_asked(tmp_path):
 def test_official_cifar_counts_bound_n_train_and_n_test(tmp_path, monkeypatch):
     """Batches whose md5s match are the official ones: 5,000 train and 1,000 test images per class."""
     write_cifar(tmp_path)
-    monkeypatch.setattr(files, "verify_checksums", lambda *a, **k: [])
+    monkeypatch.setattr(file_checks, "verify_checksums", lambda *a, **k: [])
     clear_data_file_cache()
     assert data_file_problems(spec("cifar10", tmp_path, n_train=50000, n_test=10000), verify_checksums=True) == []
     msg = only(data_file_problems(spec("cifar10", tmp_path, n_train=10001, n_test=5, classes=[0, 1]),
@@ -404,9 +407,10 @@ def test_official_cifar_counts_bound_n_train_and_n_test(tmp_path, monkeypatch):
 def test_cache_checks_a_directory_once(tmp_path, monkeypatch):
     arrays = write_mnist(tmp_path, gz=True)
     checks, md5s = [], []
-    real_check, real_verify = file_checks._check_mnist, files.verify_checksums
-    monkeypatch.setattr(file_checks, "_check_mnist", lambda d: checks.append(d) or real_check(d))
-    monkeypatch.setattr(files, "verify_checksums", lambda *a, **k: md5s.append(a) or real_verify(*a, **k))
+    mnist, real_verify = SOURCES["mnist"], file_checks.verify_checksums
+    spied = replace(mnist.files, inspect=lambda d: checks.append(d) or mnist.files.inspect(d))
+    monkeypatch.setitem(SOURCES, "mnist", replace(mnist, files=spied))
+    monkeypatch.setattr(file_checks, "verify_checksums", lambda *a, **k: md5s.append(a) or real_verify(*a, **k))
     a = spec(path=tmp_path, n_train=5, n_test=3)
     b = spec(path=tmp_path, n_train=6, n_test=1)  # another spec on the same directory
     for _ in range(3):
@@ -455,8 +459,8 @@ def test_custom_cifar_copy_is_counted_from_its_labels(tmp_path):
     not when a job loads them."""
     write_cifar(tmp_path)  # 2 + 3 + 1 + 2 + 2 = 10 train images, 3 test images
     clear_data_file_cache()
-    labels = np.concatenate([files._load_cifar_batch(p)[1] for p in sorted(files._cifar_paths(
-        files._cifar_dir(tmp_path)).values()) if p.name != "test_batch"])
+    labels = np.concatenate([files.cifar10.load_batch(p)[1] for p in sorted(files.cifar10.paths(
+        files.cifar10.batch_dir(tmp_path)).values()) if p.name != "test_batch"])
     assert labels.size == 10
     assert data_file_problems(spec("cifar10", tmp_path, n_train=10, n_test=3), verify_checksums=False) == []
     msg = only(data_file_problems(spec("cifar10", tmp_path, n_train=11, n_test=3), verify_checksums=False),

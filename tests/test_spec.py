@@ -466,7 +466,7 @@ def test_non_finite_numbers_are_rejected_at_their_key(tmp_path, old, new, key):
 
 
 @pytest.mark.parametrize("classes, message", [
-    ("[0, 11]", "image sources have the classes 0 … 9"),
+    ("[0, 11]", "source 'digits' has the classes 0 … 9"),
     ("[0, 0, 1]", "lists a class twice"),
 ])
 def test_classes_must_exist_and_be_distinct(tmp_path, classes, message):

@@ -8,36 +8,15 @@ study dataset uses the same names as its dimensions.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+import inspect
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
+from pydantic.fields import FieldInfo
 
-
-class Strict(BaseModel):
-    """Unknown keys are errors, numbers are finite (`.inf`, `1e400` and `.nan` are rejected) and types
-    strict (no coercion: ``"20"``, ``20.0`` and ``true`` are not integers, ``"no"`` is not a boolean; an
-    integer is a valid float); instances are immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
-
-
-Ints = Annotated[tuple[int, ...], pydantic.Strict(False)]
-"""A tuple of integers written as a YAML list (strict mode alone would want a Python tuple)."""
-
-
-class CrossKeyError(ValueError):
-    """A check of several keys; ``keys`` are their paths in the validated mapping, the first the one
-    to fix (validation errors are located at the first that a sweep sets, else at the first)."""
-
-    def __init__(self, message: str, *keys: tuple[str, ...]):
-        super().__init__(message)
-        self.keys = keys
-
-
-def axis(name: str, **kwargs) -> Any:
-    """A field whose sweep axis is called ``name`` instead of the field name."""
-    return Field(json_schema_extra={"axis": name}, **kwargs)
+from ntkpipe.data.sources import SOURCES
+from ntkpipe.lang.base import CrossKeyError, Ints, Strict, axis
 
 
 class LabelsSpec(Strict):
@@ -74,120 +53,80 @@ class LabelsSpec(Strict):
         return self.groups or ((0, 1, 2, 3, 4), (5, 6, 7, 8, 9))
 
 
-class DirectionsSpec(Strict):
-    """Which neural anisotropy direction v_j of a ``nad`` stage the data is built along."""
-
-    stage: str
-    nad_index: int = Field(ge=1, description="j: the j-th NAD (descending singular value)")
-
-
-IMAGE_SOURCES = ("digits", "mnist", "cifar10")
-IMAGE_CLASSES = 10
-"""Every image source has the classes 0 … 9."""
-SYNTHETIC_SOURCES = ("linear_teacher", "random_labels", "gaussian_mixture")
-
-
-SOURCE_FIELDS = {"dim": SYNTHETIC_SOURCES, "inputs": ("linear_teacher",), "teachers": ("linear_teacher",),
-                 "teacher_scale": ("linear_teacher",), "clusters": ("gaussian_mixture",),
-                 "noise": ("gaussian_mixture", "nad"), "shape": ("nad",), "directions": ("nad",), "margin": ("nad",),
-                 "half_margin": ("nad",), "image_size": IMAGE_SOURCES, "classes": IMAGE_SOURCES,
-                 "path": ("mnist", "cifar10"), "grayscale": ("cifar10",)}
-"""The data keys that only some sources take; every other key (n_train, n_test, seed, gamma, labels)
-applies to all of them."""
+def _source_options() -> dict[str, tuple[Any, FieldInfo]]:
+    """The union of the sources' options (a key that several sources take is declared alike by each)."""
+    fields: dict[str, tuple[Any, FieldInfo]] = {}
+    owners: dict[str, str] = {}
+    for source in SOURCES.values():
+        for key, info in source.options.model_fields.items():
+            if key in DataBase.model_fields:
+                raise TypeError(f"source {source.name!r} declares {key!r}, which every source takes")
+            if key in fields:
+                first = fields[key][1]
+                if (first.annotation, first.default, first.metadata, first.description) != \
+                        (info.annotation, info.default, info.metadata, info.description):
+                    raise TypeError(f"sources {owners[key]!r} and {source.name!r} declare the data key {key!r} "
+                                    "differently; declare it once (ntkpipe.data.sources.base) and use it in both")
+                continue
+            fields[key], owners[key] = (info.annotation, info), source.name
+    return fields
 
 
-class DataSpec(Strict):
-    """Inputs and targets.
+class DataBase(Strict):
+    """Inputs and targets: the keys every source takes; the others are the options of the sources
+    (:data:`ntkpipe.data.sources.SOURCES`), and :class:`DataSpec` has them all.
 
-    ``gamma`` applies partial whitening X_γ = U S^γ Vᵀ with the SVD of the training inputs
-    (silent-alignment Sec. 5): 0 = whitened (XᵀX/P = I on the span), 1 = only rescaled, null = raw.
-    Image sources keep their shape (n, H, W, channels): digits 8×8×1, MNIST 28×28×1, CIFAR-10
-    32×32×3 (``grayscale``: 32×32×1); ``image_size`` resizes them to S×S (bilinear).
-    ``nad``: linearly separable data along a NAD v_j (linearized-networks Sec. 3.2, App. C.1),
-    x = ε·y·v_j + w with w ~ N(0, σ²(I − v_j v_jᵀ)), y = ±1 balanced; ``half_margin`` uses ε/2 as
-    the authors' code does; ``shape`` is the input shape (that of the network's images).
-
-    Synthetic sources have D = ``dim`` and ``sphere`` inputs x = g/|g|, g ~ N(0, I_D) (uniform on
-    S^{D−1}). ``linear_teacher``: y_c = s β_cᵀx for c = 1…``teachers``; ``inputs: gaussian`` draws
-    x ~ N(0, I_D) and unit β_c, ``inputs: sphere`` sphere inputs and β_c ~ N(0, I_D) (kernel-alignment
-    Sec. 5.2, Fig. 4D); either way y_c ~ N(0, s²). ``random_labels``: sphere inputs, y = ±1 i.i.d.
-    with probability ½ each (kernel-alignment Sec. 6.1, App. E.4). ``gaussian_mixture``: ``clusters``
-    = C classes x = μ_c + σξ, ξ ~ N(0, I_D), σ = ``noise``, with orthonormal centres μ_c, n/C points
-    of each class in train and in test, one-hot targets y_c ∈ {0, 1} (kernel-alignment Sec. 6.2,
-    App. E.5; its σ² = 0.01 is ``noise: 0.1``).
-
-    ``inputs``, ``teachers`` and ``clusters`` are left out of a run's config while at their defaults,
-    so specs written before they existed keep their run ids.
+    ``gamma`` (where a source takes it) applies partial whitening X_γ = U S^γ Vᵀ with the SVD of the
+    training inputs (silent-alignment Sec. 5): 0 = whitened (XᵀX/P = I on the span), 1 = only
+    rescaled, null = raw. Image sources keep their shape (n, H, W, channels); ``image_size`` resizes
+    them to S×S (bilinear). Synthetic sources have D = ``dim``.
     """
 
-    source: Literal["linear_teacher", "random_labels", "gaussian_mixture", "digits", "mnist", "cifar10", "nad"]
+    source: Literal[tuple(SOURCES)]  # type: ignore[valid-type]
     n_train: int = Field(ge=1)
     n_test: int = Field(0, ge=0)
-    dim: int | None = Field(None, ge=1, description="input dimension D of synthetic data")
-    inputs: Literal["gaussian", "sphere", "line"] = Field("gaussian", exclude_if=lambda v: v == "gaussian",
-                                                          description="input distribution of linear_teacher data")
-    teachers: int = Field(1, ge=1, exclude_if=lambda v: v == 1, description="C: linear teachers, one output each")
-    clusters: int | None = Field(None, ge=2, exclude_if=lambda v: v is None,
-                                 description="C: classes of gaussian_mixture data")
-    teacher_scale: float = Field(1.0, gt=0, description="s in y = s βᵀx")
-    classes: list[int] | None = Field(None, description="class labels to keep; null = all")
-    gamma: float | None = Field(None, ge=0.0, le=1.0)
-    path: str | None = Field(None, description="directory of local MNIST/CIFAR-10 files")
-    image_size: int | None = Field(None, ge=2, description="resize images to image_size × image_size")
-    grayscale: bool = Field(False, description="CIFAR-10 as one luminance channel")
-    shape: Ints | None = Field(None, min_length=1, description="input shape of nad data")
-    directions: DirectionsSpec | None = None
-    margin: float = Field(1.0, gt=0, description="ε of nad data")
-    noise: float = Field(1.0, gt=0, description="σ: noise standard deviation of nad and gaussian_mixture data")
-    half_margin: bool = True
     seed: int = axis("data_seed", default=0, ge=0)
     labels: LabelsSpec = LabelsSpec()
 
-    @field_validator("classes")
-    @classmethod
-    def _existing_distinct_classes(cls, classes: list[int] | None) -> list[int] | None:
-        if classes is not None:
-            if len(set(classes)) != len(classes):
-                raise ValueError(f"{classes} lists a class twice; list each class once")
-            if not all(0 <= c < IMAGE_CLASSES for c in classes):
-                raise ValueError(f"{classes}: image sources have the classes 0 … {IMAGE_CLASSES - 1}")
-        return classes
+    if TYPE_CHECKING:
+        def __getattr__(self, key: str) -> Any:
+            """The sources' options, the fields :class:`DataSpec` adds."""
 
     @model_validator(mode="after")
     def _source_fields(self):
-        images = self.source in IMAGE_SOURCES
-        mixture = self.source == "gaussian_mixture"
-        for key, sources in SOURCE_FIELDS.items():
-            if self.source not in sources and getattr(self, key) != type(self).model_fields[key].default:
+        """Keys the source does not take stay at their defaults; the source's rules; chosen classes exist."""
+        source = SOURCES[self.source]
+        for key in SOURCE_FIELDS:
+            if key not in source.keys and getattr(self, key) != type(self).model_fields[key].default:
                 raise CrossKeyError(f"'{key}' does not apply to source {self.source!r}; remove it", (key,))
-        if self.source in SYNTHETIC_SOURCES and self.dim is None:
-            raise ValueError(f"source {self.source!r} needs 'dim' (the input dimension D)")
-        if mixture:
-            self._check_mixture()
-        if self.source == "nad" and (self.shape is None or self.directions is None):
-            raise ValueError("source 'nad' needs 'shape' (the input shape, e.g. [8, 8, 1]) and 'directions' "
-                             "({stage: <a nad stage>, nad_index: j})")
-        if self.classes is not None and len(self.classes) < 2:
+        classes = getattr(self, "classes", None)
+        if classes is not None:
+            if len(set(classes)) != len(classes):
+                raise CrossKeyError(f"{classes} lists a class twice; list each class once", ("classes",))
+            if not all(0 <= c < source.class_count for c in classes):
+                raise CrossKeyError(f"{classes}: source {self.source!r} has the classes 0 … {source.class_count - 1}",
+                                    ("classes",))
+        source.rules(self)
+        if classes is not None and len(classes) < 2:
             raise CrossKeyError("'classes' needs at least two distinct classes", ("classes",))
-        if self.labels.kind == "two_groups" and not images:
-            raise ValueError("labels.kind 'two_groups' needs an image source (digits, mnist, cifar10)")
-        if self.source == "nad" and self.labels.kind != "default":
-            raise ValueError("nad data carry their own ±1 labels; leave 'labels' at its default")
+        if self.labels.kind == "two_groups" and not source.class_count:
+            labelled = ", ".join(name for name, s in SOURCES.items() if s.class_count)
+            raise ValueError(f"labels.kind 'two_groups' needs a source with class labels ({labelled})")
         return self
 
-    def _check_mixture(self) -> None:
-        """C orthonormal centres fit in R^D, and every class gets n/C points of each split."""
-        if self.clusters is None:
-            raise ValueError("source 'gaussian_mixture' needs 'clusters' (the number of classes C >= 2)")
-        if self.clusters > self.dim:
-            raise CrossKeyError(f"'clusters' = {self.clusters} orthonormal centres do not fit in dim = {self.dim}; "
-                                "use clusters <= dim", ("clusters",), ("dim",))
-        for split in ("n_train", "n_test"):
-            n = getattr(self, split)
-            if n % self.clusters:
-                raise CrossKeyError(f"'{split}' = {n} is not a multiple of clusters = {self.clusters} (classes are "
-                                    f"balanced, n/C points each); use e.g. {split}: {n - n % self.clusters}",
-                                    (split,), ("clusters",))
+
+SOURCE_OPTIONS = _source_options()
+SOURCE_FIELDS = {key: tuple(name for name, s in SOURCES.items() if key in s.keys) for key in SOURCE_OPTIONS}
+"""The data keys that only some sources take, and those sources; every other key (n_train, n_test, seed,
+labels) applies to all of them."""
+
+if TYPE_CHECKING:
+    DataSpec = DataBase
+else:
+    DataSpec = pydantic.create_model(
+        "DataSpec", __base__=DataBase, __module__=__name__, **SOURCE_OPTIONS,
+        __doc__="\n\n".join(inspect.cleandoc(doc) for doc in [DataBase.__doc__, "Sources:", *(
+            s.options.__doc__ for s in SOURCES.values())]))
 
 
 class OriginSpec(Strict):

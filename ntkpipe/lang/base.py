@@ -1,0 +1,38 @@
+"""The building blocks of the language's models: strict models, errors located at keys, axis names.
+
+Kept apart from :mod:`ntkpipe.lang.schema` so that the records the schema is composed of (the data
+sources of :mod:`ntkpipe.data.sources`) can declare their options without importing the schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors, numbers are finite (`.inf`, `1e400` and `.nan` are rejected) and types
+    strict (no coercion: ``"20"``, ``20.0`` and ``true`` are not integers, ``"no"`` is not a boolean; an
+    integer is a valid float); instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+
+
+Ints = Annotated[tuple[int, ...], pydantic.Strict(False)]
+"""A tuple of integers written as a YAML list (strict mode alone would want a Python tuple)."""
+
+
+class CrossKeyError(ValueError):
+    """A check of several keys; ``keys`` are their paths in the validated mapping, the first the one
+    to fix (validation errors are located at the first that a sweep sets, else at the first)."""
+
+    def __init__(self, message: str, *keys: tuple[str, ...]):
+        super().__init__(message)
+        self.keys = keys
+
+
+def axis(name: str, **kwargs) -> Any:
+    """A field whose sweep axis is called ``name`` instead of the field name."""
+    return Field(json_schema_extra={"axis": name}, **kwargs)
