@@ -9,7 +9,8 @@ where a run names it: :data:`~ntkpipe.stages.inputs.REFERENCES`), the sweep axes
 their ``unmet`` requirements, ``depends_on`` and declared options. A newly registered measurement,
 option, activation, optimizer, loss or axis is generated without editing this file; a new source,
 architecture, stage or figure kind needs a builder below (``test_builders_cover_the_registries``
-fails until it has one).
+fails until it has one). A data source is drawn from its record (:data:`ntkpipe.data.sources.SOURCES`):
+the sources below have builders that vary their options; any other is drawn from its ``example``.
 
 A study is drawn in three steps: the run sections (data, model, train) and the sweep; then the
 runs, resolved by the real loader with ``measure: [loss]``; then the measurements every run meets
@@ -32,6 +33,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from ntkpipe.data.dataset import output_count
+from ntkpipe.data.sources import SOURCES as SOURCE_RECORDS
 from ntkpipe.errors import SpecError
 from ntkpipe.lang import schema
 from ntkpipe.lang.axes import AXES, models_in
@@ -54,6 +56,7 @@ def literal_values(model: type, name: str) -> tuple:
 
 
 SOURCES = literal_values(schema.DataSpec, "source")
+assert set(SOURCES) == set(SOURCE_RECORDS)
 ACTIVATIONS = literal_values(schema.ModelBase, "activation")
 PARAMETERIZATIONS = literal_values(schema.ModelBase, "parameterization")
 MODEL_KINDS = literal_values(schema.ModelBase, "kind")
@@ -72,8 +75,6 @@ PRESETS = literal_values(schema.CnnSpec, "preset")
 
 # tiny sizes
 MAX_N, MAX_WIDTH, MAX_DEPTH, MAX_STEPS = 16, 16, 3, 30
-IMAGE_SIDES = {"digits": 8, "mnist": 28, "cifar10": 32}
-"""Native side of each image source (an image_size below it is drawn)."""
 
 
 @dataclass
@@ -109,12 +110,18 @@ def _synthetic(draw, source: str) -> dict:
     return data
 
 
+def native_shape(source: str) -> tuple[int, ...]:
+    """One input's shape of ``source`` at its defaults (an image source's native H, W, channels)."""
+    record = SOURCE_RECORDS[source]
+    return record.input_shape(schema.DataSpec.model_validate({"source": source, **record.example}))
+
+
 def _images(draw, source: str, data_dirs: dict[str, str]) -> dict:
     data = {"source": source}
     if source in data_dirs:
         data["path"] = data_dirs[source]
     if draw(st.booleans()):
-        data["image_size"] = draw(st.integers(4, min(8, IMAGE_SIDES[source])))
+        data["image_size"] = draw(st.integers(4, min(8, native_shape(source)[0])))
     elif source != "digits":
         data["image_size"] = 8  # 28² / 32² inputs compile slowly; the native side is covered by digits
     if source == "cifar10" and draw(st.booleans()):
@@ -131,22 +138,20 @@ def _nad(draw) -> dict:
             "directions": {"stage": "nads", "nad_index": draw(st.integers(1, 3))}}
 
 
-DATA_BUILDERS = {
-    **{s: lambda draw, s=s, dirs=None: _synthetic(draw, s) for s in schema.SYNTHETIC_SOURCES},
-    **{s: lambda draw, s=s, dirs=None: _images(draw, s, dirs or {}) for s in schema.IMAGE_SOURCES},
+VARIED = {
+    **{s: lambda draw, s=s, dirs=None: _synthetic(draw, s) for s in ("linear_teacher", "random_labels", "gaussian_mixture")},
+    **{s: lambda draw, s=s, dirs=None: _images(draw, s, dirs or {}) for s in ("digits", "mnist", "cifar10")},
     "nad": lambda draw, dirs=None: _nad(draw),
 }
+"""Builders that vary a source's options."""
+DATA_BUILDERS = {s: VARIED.get(s, lambda draw, s=s, dirs=None: {"source": s, **copy.deepcopy(SOURCE_RECORDS[s].example)})
+                 for s in SOURCE_RECORDS}
 
 
 def image_shape(data: dict) -> tuple[int, ...] | None:
-    """The (H, W, C) input shape of image data, None for vector data."""
-    if data["source"] == "nad":
-        return tuple(data["shape"]) if len(data["shape"]) == 3 else None
-    if data["source"] not in IMAGE_SIDES:
-        return None
-    side = data.get("image_size", IMAGE_SIDES[data["source"]])
-    channels = 3 if data["source"] == "cifar10" and not data.get("grayscale") else 1
-    return side, side, channels
+    """The (H, W, C) input shape of image data, None for vector data (as the source's record says)."""
+    shape = SOURCE_RECORDS[data["source"]].input_shape(schema.DataSpec.model_validate(data))
+    return tuple(shape) if len(shape) == 3 else None
 
 
 def _data(draw, data_dirs: dict[str, str]) -> dict:
@@ -155,14 +160,14 @@ def _data(draw, data_dirs: dict[str, str]) -> dict:
     if "n_train" not in data:
         data["n_train"] = draw(st.integers(4, MAX_N))
         data["n_test"] = draw(st.sampled_from([0, 4, 6]))
-    if source in schema.SYNTHETIC_SOURCES or source in schema.IMAGE_SOURCES:
+    if "gamma" in SOURCE_RECORDS[source].keys and "gamma" not in data:
         if draw(st.booleans()):
             data["gamma"] = draw(st.sampled_from([0.0, 0.5, 1.0]))
     data["seed"] = draw(st.integers(0, 3))
     labels = draw(st.sampled_from(LABEL_KINDS))
     if labels == "eigenvector_sign" and source != "nad":
         data["labels"] = {"kind": labels, "stage": "eigen", "eigen_index": draw(st.integers(1, 3))}
-    elif labels == "two_groups" and source in schema.IMAGE_SOURCES and "classes" not in data:
+    elif labels == "two_groups" and SOURCE_RECORDS[source].class_count and "classes" not in data:
         data["labels"] = {"kind": labels}
         if draw(st.booleans()):
             data["labels"]["groups"] = [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
@@ -268,7 +273,7 @@ def _gradient_flow(spec: dict) -> None:
     """The setting of the deep-linear theories (``requirements._gradient_flow_checks`` and a linear
     net): whitened data, a bias-free linear network in the standard parameterization, full-batch GD
     at a constant rate on the MSE loss; drawn now and then, since independent draws rarely meet it all."""
-    if spec["data"]["source"] in (*schema.SYNTHETIC_SOURCES, *schema.IMAGE_SOURCES):
+    if "gamma" in SOURCE_RECORDS[spec["data"]["source"]].keys:
         spec["data"]["gamma"] = 0.0
     spec["model"].update(activation="linear", bias=False, kind="network")
     spec["model"].pop("gamma", None)

@@ -17,6 +17,7 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from ntkpipe.cli import main
+from ntkpipe.data.sources import SOURCES
 from ntkpipe.lang import schema
 from ntkpipe.lang.axes import models_in
 from ntkpipe.lang.yaml_lines import load_with_lines
@@ -137,8 +138,8 @@ def _two_durations(spec):
 
 CONFLICTS = [
     # (applies to, mutate, key path the report names)
-    (lambda s: s["data"]["source"] in schema.IMAGE_SOURCES, lambda s: s["data"].update(dim=3), ("data", "dim")),
-    (lambda s: s["data"]["source"] in schema.SYNTHETIC_SOURCES, lambda s: s["data"].update(image_size=4),
+    (lambda s: "dim" not in SOURCES[s["data"]["source"]].keys, lambda s: s["data"].update(dim=3), ("data", "dim")),
+    (lambda s: "image_size" not in SOURCES[s["data"]["source"]].keys, lambda s: s["data"].update(image_size=4),
      ("data", "image_size")),
     (lambda s: s["train"]["optimizer"]["name"] != "sgd", lambda s: s["train"]["optimizer"].update(momentum=0.5),
      ("train", "optimizer", "momentum")),
