@@ -1,4 +1,5 @@
-"""The study language, the bottom layer of ntkpipe: the schema, YAML reading with line numbers,
-sweep grammar and axes, and content identity. It imports nothing else of ntkpipe; validation
-against registries and planning live above it, in :mod:`ntkpipe.study`.
+"""The study language: the schema, YAML reading with line numbers, sweep grammar and axes, and content
+identity. The schema's ``data:`` section is composed of the data sources' records
+(:mod:`ntkpipe.data.sources`, which build only on :mod:`ntkpipe.lang.base`); it imports nothing else of
+ntkpipe. Validation against the other registries and planning live above it, in :mod:`ntkpipe.study`.
 """
