@@ -1,5 +1,6 @@
-"""Datasets: synthetic teachers, random labels and Gaussian mixtures, scikit-learn digits, local
-MNIST/CIFAR-10 files, NAD tasks, whitening, labels."""
+"""Datasets: the data sources (:data:`ntkpipe.data.sources.SOURCES`, one record per ``data.source``:
+synthetic teachers, random labels and Gaussian mixtures, scikit-learn digits, local MNIST/CIFAR-10
+files, NAD tasks), whitening, labels."""
 
 from ntkpipe.data.arrays import Dataset, class_targets
 from ntkpipe.data.dataset import input_shape, load_dataset, output_count

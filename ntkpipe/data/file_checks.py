@@ -125,7 +125,7 @@ def _report(directory: Path, files: LocalFiles) -> tuple[tuple, DirReport]:
 
 def _counted(key: tuple, directory: Path, files: LocalFiles) -> dict[str, np.ndarray]:
     """Images per class of each split, counted from the labels once per directory state."""
-    if key not in _counts:
+    if key not in _counts and files.count_classes is not None:
         _counts[key] = files.count_classes(directory)
     return _counts[key]
 

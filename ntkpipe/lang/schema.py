@@ -82,7 +82,7 @@ class DataBase(Strict):
     them to S×S (bilinear). Synthetic sources have D = ``dim``.
     """
 
-    source: Literal[tuple(SOURCES)]  # type: ignore[valid-type]
+    source: Literal[tuple(SOURCES)]
     n_train: int = Field(ge=1)
     n_test: int = Field(0, ge=0)
     seed: int = axis("data_seed", default=0, ge=0)

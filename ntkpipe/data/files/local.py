@@ -28,7 +28,8 @@ ENV_VAR = "NTKPIPE_DATA"
 class DirReport:
     """What a structural check of one directory found (cached by :mod:`ntkpipe.data.file_checks`):
     ``problems`` (messages), the images per class of each split when the check read the labels
-    (``class_counts``), and where each split's labels are (``label_files``: a file or a directory)."""
+    (``class_counts``), where each split's labels are (``label_files``: a file or a directory), and
+    the md5 problems once they were checked (``checksum_problems``)."""
 
     problems: list[str] = field(default_factory=list)
     class_counts: dict[str, np.ndarray] = field(default_factory=dict)

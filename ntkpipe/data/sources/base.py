@@ -8,6 +8,7 @@ switches ``data.source`` drops it. A key several sources take is declared once h
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,7 +17,7 @@ import numpy as np
 from pydantic import Field
 
 from ntkpipe.data.whitening import partial_whitening_map
-from ntkpipe.lang.base import CrossKeyError, Strict
+from ntkpipe.lang.base import Strict
 
 if TYPE_CHECKING:
     from ntkpipe.data.arrays import Dataset
@@ -89,11 +90,11 @@ def whiten(spec: DataSpec, x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.
     if spec.gamma is None:
         return x_train, x_test
     shape = x_train.shape[1:]
-    dim = int(np.prod(shape))
+    dim = math.prod(shape)
     flat_train, flat_test = x_train.reshape(len(x_train), dim), x_test.reshape(len(x_test), dim)
     m = partial_whitening_map(flat_train, spec.gamma)
     return (flat_train @ m).reshape(len(flat_train), *shape), (flat_test @ m).reshape(len(flat_test), *shape)
 
 
-__all__ = ["CrossKeyError", "Classes", "DataPath", "Dim", "Gamma", "ImageSize", "Noise", "Source", "needs_dim",
+__all__ = ["Classes", "DataPath", "Dim", "Gamma", "ImageSize", "Noise", "Source", "needs_dim",
            "vector_shape", "whiten"]

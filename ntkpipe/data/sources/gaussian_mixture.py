@@ -8,9 +8,9 @@ import numpy as np
 from pydantic import Field
 
 from ntkpipe.data.arrays import Dataset
-from ntkpipe.data.sources.base import CrossKeyError, Dim, Gamma, Noise, Source, needs_dim, vector_shape, whiten
+from ntkpipe.data.sources.base import Dim, Gamma, Noise, Source, needs_dim, vector_shape, whiten
 from ntkpipe.data.synthetic import mixture_samples, orthonormal_centres
-from ntkpipe.lang.base import Strict
+from ntkpipe.lang.base import CrossKeyError, Strict
 
 if TYPE_CHECKING:
     from ntkpipe.lang.schema import DataSpec

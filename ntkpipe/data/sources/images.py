@@ -70,7 +70,7 @@ def files_split(files: LocalFiles) -> Callable[[DataSpec, np.random.Generator], 
     def split(spec: DataSpec, rng: np.random.Generator) -> Split:
         classes = kept_classes(spec)
         arrays = files.load(resolve_data_dir(spec.path, files))
-        out = []
+        out: list[np.ndarray] = []
         for part, n in (("train", spec.n_train), ("test", spec.n_test)):
             x = arrays[f"x_{part}"].astype(np.float64) / 255.0
             x = x[..., None] if x.ndim == 3 else grayscale(x) if spec.grayscale else x
@@ -80,7 +80,8 @@ def files_split(files: LocalFiles) -> Callable[[DataSpec, np.random.Generator], 
                                  f"{spec.source} classes {classes or 'all'}; lower it")
             pick = rng.permutation(len(x))[:n]
             out += [x[pick], labels[pick]]
-        return tuple(out)
+        x_train, labels_train, x_test, labels_test = out
+        return x_train, labels_train, x_test, labels_test
 
     return split
 
