@@ -12,8 +12,8 @@ from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import output_count
 from ntkpipe.lang.schema import CheckpointSpec, RunSpec
-from ntkpipe.measure.checkpoint import train_loss
 from ntkpipe.measure.context import ModelView, RunContext
+from ntkpipe.measure.outputs import train_loss
 from ntkpipe.models import build_model, learning_rate_scale, run_keys, trainable
 from ntkpipe.stages.inputs import read_stages, run_data
 from ntkpipe.stages.job import StageJob
