@@ -80,3 +80,15 @@ def test_stage_kinds_are_collected_from_the_stage_modules():
     assert stage_registry._collect() == STAGES
     assert {kind.job.__module__ for kind in STAGES.values()} == {
         "ntkpipe.stages.gram", "ntkpipe.stages.nad", "ntkpipe.stages.pretrain"}
+
+
+def test_cli_describes_a_measurement_from_its_record(capsys):
+    from ntkpipe.cli import main
+
+    assert main(["measurements", "t_align"]) == 0
+    out = capsys.readouterr().out
+    m = registry.REGISTRY["t_align"]
+    assert out.splitlines()[:3] == ["t_align (final; depends on first_layer_alignment)", f"  {m.doc}",
+                                    f"  option {m.options[0].describe()}"]
+    assert main(["measurements", "t_alig"]) == 1
+    assert "unknown measurement(s) t_alig; known: loss," in capsys.readouterr().err

@@ -64,3 +64,21 @@ def variable_attrs(name: str) -> dict[str, str]:
         attrs["theory_of"] = variable.theory_of
         attrs["assumptions"] = owner.assumptions
     return attrs
+
+
+def measurement_text(m: Measurement) -> str:
+    """What ``ntkpipe measurements`` prints for ``m``: name, when, its formula text, what it reads and
+    needs, its options, and each variable with its dims and description where it has its own."""
+    needs = [f"depends on {', '.join(m.depends_on)}"] if m.depends_on else []
+    needs += [f"architectures {', '.join(m.architectures)}"] if m.architectures else []
+    needs += ["kernel models too"] if m.kernel_models else []
+    needs += ["NaN where its requirements fail"] if m.where_applicable else []
+    lines = [f"{m.name} ({m.when}{'; ' if needs else ''}{'; '.join(needs)})", f"  {m.doc}"]
+    lines += [f"  option {o.describe()}" for o in m.options]
+    if m.assumptions:
+        lines.append(f"  assumptions: {m.assumptions}")
+    for v in m.variables:
+        dims = f"({', '.join(v.dims)})" if v.dims else "scalar"
+        units = f" [{v.units}]" if v.units else ""
+        lines.append(f"  - {v.name} {dims}{units}: {v.label}" + (f" — {v.description}" if v.description else ""))
+    return "\n".join(lines)
