@@ -192,6 +192,17 @@ def cmd_check_figures(args) -> int:
     return 1 if found else 0
 
 
+def cmd_measurements(args) -> int:
+    from ntkpipe.measure.registry import REGISTRY, measurement_text
+
+    unknown = [n for n in args.names if n not in REGISTRY]
+    if unknown:
+        print(f"unknown measurement(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}", file=sys.stderr)
+        return 1
+    print("\n\n".join(measurement_text(REGISTRY[n]) for n in args.names or REGISTRY))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ntkpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -232,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--outdated", action="store_true", help="stores made by another ntkpipe version")
             p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
         p.set_defaults(func=cmd_verify if name == "verify" else cmd_clean)
+    p = sub.add_parser("measurements", help="describe measurements: formula, options, requirements, variables")
+    p.add_argument("names", nargs="*", help="measurement names (default: all)")
+    p.set_defaults(func=cmd_measurements)
     p = sub.add_parser("check-figures", help="draw the figures of specs from existing datasets; list defects")
     p.add_argument("specs", nargs="+")
     p.add_argument("--variant", default="default")

@@ -18,7 +18,8 @@ from ntkpipe.data.digits import digits_pool
 from ntkpipe.errors import SpecError
 from ntkpipe.lang.schema import SweepFigure, TimeSeriesFigure, TrainSpec
 from ntkpipe.models import MLP
-from ntkpipe.plots import plot_sweep, plot_time_series
+from ntkpipe.plots.sweep import plot_sweep
+from ntkpipe.plots.time_series import plot_time_series
 from ntkpipe.study.load import load_study
 from ntkpipe.train import train
 from ntkpipe.train.loop import EXPLOSION_FACTOR, blew_up, exploded

@@ -10,7 +10,7 @@ import pytest
 
 from ntkpipe.measure.crossing import first_crossing, half_loss_time
 from ntkpipe.measure.fits import log_law, power_law
-from ntkpipe.measure.weights import first_layer_alignment
+from ntkpipe.measure.layers import first_layer_alignment
 from ntkpipe.models import MLP
 from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.ntk.kernel_stats import kernel_alignment, kernel_norm
@@ -34,8 +34,8 @@ def test_first_layer_alignment_of_a_rank_one_layer():
     beta /= np.linalg.norm(beta)
     model = MLP(5, 4, 2, 1, activation="linear", key=jax.random.PRNGKey(0))
     aligned = eqx.tree_at(lambda m: m.weights[0], model, jnp.asarray(np.outer(RNG.standard_normal(4), beta)))
-    assert first_layer_alignment(aligned, beta) == pytest.approx(1.0)
-    assert 0.0 < first_layer_alignment(model, beta) < 0.6
+    assert first_layer_alignment(aligned.weights[0], beta) == pytest.approx(1.0)
+    assert 0.0 < first_layer_alignment(model.weights[0], beta) < 0.6
 
 
 def test_crossings_interpolate():

@@ -12,7 +12,7 @@ import pytest
 from ntkpipe import train_run
 from ntkpipe.errors import SpecError
 from ntkpipe.jobs import aggregate_study
-from ntkpipe.measure.final import relative_kernel_change
+from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.stages import run_context
 from ntkpipe.store import read_store
@@ -155,7 +155,7 @@ def test_relative_kernel_change_is_the_frobenius_change_of_the_train_gram(tmp_pa
     moved = jax.tree.map(lambda a: a * 1.3 if hasattr(a, "shape") else a, ctx.model0)
     k0 = np.asarray(flatten_gram(empirical_ntk(ctx.model0, ctx.data.x_train)))
     kt = np.asarray(flatten_gram(empirical_ntk(moved, ctx.data.x_train)))
-    value = relative_kernel_change(ctx, SimpleNamespace(model=moved), None)["relative_kernel_change"]
+    value = REGISTRY["relative_kernel_change"].compute(ctx, SimpleNamespace(model=moved), None)["relative_kernel_change"]
     assert value == pytest.approx(np.linalg.norm(kt - k0) / np.linalg.norm(k0), rel=1e-12)
     assert value == pytest.approx(1.3 ** 2 - 1, rel=1e-6)  # K = κ²(|Wx|² + |u|²|x|²) scales as the weights squared
 

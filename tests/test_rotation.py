@@ -13,9 +13,8 @@ from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import Dataset
 from ntkpipe.lang.schema import MeasureItem, RunSpec
-from ntkpipe.measure import final
-from ntkpipe.measure.checkpoint import energy
 from ntkpipe.measure.context import ModelView, RunContext
+from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.measure.rotation import energy_concentration, parameter_distances
 from ntkpipe.models import CNN, MLP, ConvLayer, Linearized, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
@@ -82,18 +81,18 @@ def test_rotation_of_an_untrained_network_is_one_everywhere(arch):
                            key=jax.random.PRNGKey(0)), (4, 4, 1)
     run = _run(model, top_k=12, shape=shape)
     item = MeasureItem(name="rotation", top_k=12)
-    out = final.rotation(run, _trajectory(model), item)
+    out = REGISTRY["rotation"].compute(run, _trajectory(model), item)
     np.testing.assert_allclose(out["rotation"], np.ones(12), rtol=1e-9)
     # A linearization's Jacobian never moves: its rotation is 1 however far it trains.
     moved = eqx.tree_at(lambda m: m.params, Linearized(model), _scaled(model, 1.7))
-    np.testing.assert_allclose(final.rotation(run, _trajectory(moved), item)["rotation"], np.ones(12), rtol=1e-9)
+    np.testing.assert_allclose(REGISTRY["rotation"].compute(run, _trajectory(moved), item)["rotation"], np.ones(12), rtol=1e-9)
 
 
 def test_rotation_of_a_moved_network_matches_the_final_gram():
     model = MLP(6, 16, 3, 1, bias=True, key=jax.random.PRNGKey(0))
     run = _run(model, top_k=10)
     trained = _scaled(model, 1.3)
-    out = final.rotation(run, _trajectory(trained), MeasureItem(name="rotation", top_k=10))
+    out = REGISTRY["rotation"].compute(run, _trajectory(trained), MeasureItem(name="rotation", top_k=10))
     gram_t = np.asarray(flatten_gram(empirical_ntk(trained, run.data.x_all)))
     values, vectors = run.label_eigenpairs(10)
     expected = np.einsum("ni,nm,mi->i", vectors, gram_t, vectors) / values
@@ -107,7 +106,7 @@ def test_energy_measurement_is_taken_at_init_end_and_every_kth_checkpoint():
     item = MeasureItem(name="energy_concentration", top_k=5, subset=10, every=3)
     gram = np.asarray(flatten_gram(empirical_ntk(model, run.data.x_train[:10])))
     expected = energy_concentration(gram, run.data.y_train[:10], 5)
-    taken = [energy(ModelView(model, run, i, i == 7), item)["energy_concentration"] for i in range(8)]
+    taken = [REGISTRY["energy_concentration"].compute(ModelView(model, run, i, i == 7), item)["energy_concentration"] for i in range(8)]
     assert [np.isfinite(v) for v in taken] == [True, False, False, True, False, False, True, True]
     assert taken[0] == pytest.approx(expected, rel=1e-12)
 
@@ -118,8 +117,8 @@ def test_training_metrics():
     traj = Trajectory(np.array([0, 10, 20]), np.array([0.0, 1.0, 2.0]), np.zeros(3),
                       {"loss": np.array([1.0, 0.1, 0.001])}, False, model)
     item = MeasureItem(name="steps_to_threshold", threshold=0.01)
-    assert final.steps_to_threshold(run, traj, item)["steps_to_threshold"] == pytest.approx(10 + 10 * 0.09 / 0.099)
+    assert REGISTRY["steps_to_threshold"].compute(run, traj, item)["steps_to_threshold"] == pytest.approx(10 + 10 * 0.09 / 0.099)
     moved = jax.tree.map(lambda a: a + 0.5 if eqx.is_inexact_array(a) else a, model)
-    out = final.param_distance(run, _trajectory(moved), None)
+    out = REGISTRY["param_distance"].compute(run, _trajectory(moved), None)
     theta0, _ = ravel_pytree(trainable(model)[0])
     assert out["param_distance"] == pytest.approx(0.5 * np.sqrt(theta0.size), rel=1e-6)

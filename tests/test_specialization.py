@@ -12,10 +12,9 @@ from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import Dataset
 from ntkpipe.lang.schema import RunSpec
-from ntkpipe.measure import checkpoint, final
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.context import ModelView, RunContext
-from ntkpipe.measure.registry import VARIABLES
+from ntkpipe.measure.registry import REGISTRY, VARIABLES
 from ntkpipe.measure.specialization import (
     diagonal_ratio,
     kernel_specialization_matrix,
@@ -159,8 +158,8 @@ def _train(run: RunContext) -> Trajectory:
 
     def measure(model, index, last):
         view = ModelView(model, run, index, last)
-        return (checkpoint.traced_kernel_alignment(view, items["traced_alignment"])
-                | checkpoint.kernel_components(view, items["kernel_components"]))
+        return (REGISTRY["traced_alignment"].compute(view, items["traced_alignment"])
+                | REGISTRY["kernel_components"].compute(view, items["kernel_components"]))
 
     return train(run.model0, run.data.x_train, run.data.y_train, run.spec.train, key=jax.random.PRNGKey(1),
                  measure=measure)
@@ -174,8 +173,8 @@ def test_measurements_of_a_three_output_mlp_have_their_declared_shapes():
     traj = _train(run)
     items = {m.name: m for m in spec.measure}
     values = dict(traj.series)
-    values |= final.kernel_specialization(run, traj, items["kernel_specialization"])
-    values |= final.component_growth(run, traj, items["component_growth"])
+    values |= REGISTRY["kernel_specialization"].compute(run, traj, items["kernel_specialization"])
+    values |= REGISTRY["component_growth"].compute(run, traj, items["component_growth"])
     sizes = {"time": len(traj.time), "output": c, "target": c, "train_point": 9}
     for name, value in values.items():
         assert np.shape(value) == tuple(sizes[d] for d in VARIABLES[name].dims), name
@@ -200,7 +199,7 @@ def test_component_growth_of_planted_series():
     for key, scale in (("kv", 1.0), ("kw", 2.0)):
         series[f"{key}_projection"] = 7.0 + scale * t[:, None, None] * rate
         series[f"{key}_trace"] = 1.0 + scale * tau * t[:, None] * np.ones(c)
-    out = final.component_growth(None, Trajectory(t, t, t, series, False, None), None)
+    out = REGISTRY["component_growth"].compute(None, Trajectory(t, t, t, series, False, None), None)
     assert out["kv_specialization_ratio"] == pytest.approx(a / b)
     assert out["kw_specialization_ratio"] == pytest.approx(a / b)
     assert out["kv_growth_ratio"] == pytest.approx(a / tau / (p / 2))
@@ -256,8 +255,8 @@ def test_component_theory_tracks_a_two_layer_relu_net():
     assert req.relu_two_layer_theory(spec) is None
     traj = _train(run)
     items = {m.name: m for m in spec.measure}
-    theory = final.component_theory(run, traj, items["component_theory"])
-    growth = final.component_growth(run, traj, items["component_growth"])
+    theory = REGISTRY["component_theory"].compute(run, traj, items["component_theory"])
+    growth = REGISTRY["component_growth"].compute(run, traj, items["component_growth"])
     assert theory["kv_growth_theory_relerr"] < 0.4
     measured = traj.series["kv_trace"][:, 0] - traj.series["kv_trace"][0, 0]
     predicted = theory["kv_trace_theory"] - theory["kv_trace_theory"][0]

@@ -12,7 +12,8 @@ from ntkpipe import open_dataset
 from ntkpipe.errors import ResultError
 from ntkpipe.lang.schema import SweepFigure, TimeSeriesFigure
 from ntkpipe.layout import index_runs, is_full_grid, sub_grid
-from ntkpipe.plots import plot_sweep, plot_time_series
+from ntkpipe.plots.sweep import plot_sweep
+from ntkpipe.plots.time_series import plot_time_series
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
 from tests.conftest import run_snakemake

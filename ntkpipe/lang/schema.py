@@ -9,7 +9,7 @@ study dataset uses the same names as its dimensions.
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
@@ -451,6 +451,12 @@ class SummarySpec(Strict):
 
 
 REPRODUCES = "the paper figure it reproduces, e.g. 'Silent alignment Fig. 3', shown under the title"
+ANY_VARIABLE = ("scalar", "series", "array")
+
+# A figure kind is one record: its class below (the options a spec writes), ``plotter`` (its plotting
+# function, "module:function", imported when a figure is drawn), ``plotted()`` (the measured variables
+# it draws: ``where`` may select their dimensions) and ``problems(check)`` (its validation against the
+# study, through the ``FigureCheck`` of ntkpipe.study.checks), and its entry in ``FigureSpec``.
 
 
 class SweepFigure(Strict):
@@ -474,6 +480,20 @@ class SweepFigure(Strict):
     title: str | None = None
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
     ylabel: str | None = None
+
+    plotter: ClassVar[str] = "ntkpipe.plots.sweep:plot_sweep"
+
+    def plotted(self) -> list[str]:
+        return [self.y] if isinstance(self.y, str) else self.y
+
+    def problems(self, check) -> list:
+        ys = self.plotted()
+        out = [p for v in ys + [self.theory] for p in check.variable(v, ANY_VARIABLE, ("y",))]
+        out += check.dim(self.x, ys, ("x",), "x") + check.dim(self.hue, ys, ("hue",), "hue")
+        if self.logx and (labels := check.labels(self.x)):
+            out += check.problem(("logx",), f"x {self.x!r} takes labels ({', '.join(labels)}), which have no log "
+                                            "scale; remove logx (or set it to false)")
+        return out
 
 
 class TimeSeriesFigure(Strict):
@@ -500,6 +520,19 @@ class TimeSeriesFigure(Strict):
     title: str | None = None
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
 
+    plotter: ClassVar[str] = "ntkpipe.plots.time_series:plot_time_series"
+
+    def plotted(self) -> list[str]:
+        return self.variables
+
+    def problems(self, check) -> list:
+        out = [p for j, v in enumerate(self.variables) for p in check.variable(v, ("series",), ("variables", j))]
+        out += [p for v, theory in self.theory.items() for p in check.variable(theory, ANY_VARIABLE, ("theory", v))]
+        for key in list(self.theory) + list(self.normalize) + self.logy:
+            if key not in self.variables:
+                out += check.problem((), f"{key!r} is given settings but is not in variables")
+        return out + check.dim(self.hue, self.variables, ("hue",), "hue") + check.axis(self.col, ("col",), "col")
+
 
 class ScatterFigure(Strict):
     """Each y variable against x over their common dimensions (e.g. test points), pooled over
@@ -515,6 +548,15 @@ class ScatterFigure(Strict):
     title: str | None = None
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
     xlabel: str | None = None
+
+    plotter: ClassVar[str] = "ntkpipe.plots.scatter:plot_scatter"
+
+    def plotted(self) -> list[str]:
+        return [self.x] + self.y
+
+    def problems(self, check) -> list:
+        out = [p for v in self.plotted() for p in check.variable(v, ("array", "scalar"), ("y",))]
+        return out + check.axis(self.col, ("col",), "col")
 
 
 class ImagesFigure(Strict):
@@ -533,6 +575,18 @@ class ImagesFigure(Strict):
     title: str | None = None
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
 
+    plotter: ClassVar[str] = "ntkpipe.plots.images:plot_images"
+
+    def plotted(self) -> list[str]:
+        return [self.variable]
+
+    def problems(self, check) -> list:
+        out = check.variable(self.variable, ("array",), ("variable",))
+        if (dims := check.dims(self.variable)) is not None and len(dims) != 4:
+            out += check.problem(("variable",), f"{self.variable!r} is not a stack of images "
+                                                "(dims item, row, column, channel)")
+        return out + check.axis(self.rows, ("rows",), "rows")
+
 
 class MatrixFigure(Strict):
     """A variable with two dims of its own (e.g. the kernel specialization matrix ``ksm``, dims
@@ -549,9 +603,24 @@ class MatrixFigure(Strict):
     title: str | None = None
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
 
+    plotter: ClassVar[str] = "ntkpipe.plots.matrix:plot_matrix"
+
+    def plotted(self) -> list[str]:
+        return [self.variable]
+
+    def problems(self, check) -> list:
+        out = check.variable(self.variable, ("array", "series"), ("variable",))
+        if (dims := check.dims(self.variable)) is not None and len(own := [d for d in dims if d != "time"]) != 2:
+            out += check.problem(("variable",), f"{self.variable!r} has dims ({', '.join(own)}); a matrix figure "
+                                                "needs a variable with two (rows, columns), e.g. ksm (output, target)")
+        return out + check.axis(self.col, ("col",), "col")
+
 
 FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure | MatrixFigure,
                        Field(discriminator="kind")]
+FIGURE_KINDS: dict[str, type[BaseModel]] = {get_args(m.model_fields["kind"].annotation)[0]: m
+                                            for m in get_args(get_args(FigureSpec)[0])}
+"""Each figure kind's class by its name (``kind:``), read from ``FigureSpec``."""
 
 
 class ScalingSpec(Strict):

@@ -18,12 +18,18 @@ import xarray as xr
 
 from ntkpipe.data import Dataset
 from ntkpipe.lang.schema import RunSpec
+from ntkpipe.models import MLP, Linearized
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 
 
 @eqx.filter_jit
 def _outputs(model, x):
     return jax.vmap(model)(x)
+
+
+def moving_network(model) -> MLP:
+    """The network whose weights move: ``params`` of a linearized model, else the model."""
+    return model.params if isinstance(model, Linearized) else model
 
 
 def effective_teacher(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:

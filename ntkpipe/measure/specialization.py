@@ -66,3 +66,45 @@ def diagonal_ratio(matrix: np.ndarray) -> float:
     """Mean of the diagonal over mean of the off-diagonal entries of a (C, C) matrix, C ≥ 2."""
     off = ~np.eye(len(matrix), dtype=bool)
     return float(np.mean(np.diagonal(matrix)) / np.mean(matrix[off]))
+
+
+def own_and_other(growth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Means over c of growth[:, c, c] and over c ≠ d of growth[:, c, d] (NaN for one output)."""
+    c = growth.shape[-1]
+    own = np.einsum("tcc->t", growth) / c
+    other = (growth.sum(axis=(1, 2)) - c * own) / (c * (c - 1)) if c > 1 else np.full(len(growth), np.nan)
+    return own, other
+
+
+def growth_ratio(growth: np.ndarray | float, reference: np.ndarray | float) -> np.ndarray:
+    """growth / reference, NaN where the reference did not grow (0: the ratio is undefined)."""
+    growth, reference = np.asarray(growth, np.float64), np.asarray(reference, np.float64)
+    safe = np.where(reference == 0, 1.0, reference)
+    return np.where(reference == 0, np.nan, growth / safe)
+
+
+def component_growth(series: dict[str, np.ndarray]) -> dict[str, np.ndarray | float]:
+    """Growth (value − initial value) of the readout (K_V) and hidden (K_W) components along the
+    targets, from the series ``kv_projection``, ``kw_projection`` (time, C, C), ``kv_trace``,
+    ``kw_trace`` (time, C) and ``subset_outputs`` (time, P, C) (Sec. 6, Figs. 6–7).
+
+    Own growth averages y_cᵀK_X^{c,c}y_c/|y_c|² over c, other growth y_dᵀK_X^{c,c}y_d/|y_d|² over
+    c ≠ d. The end-of-training ratios and their theory values:
+    ``kv_growth_ratio`` = mean_c [Δ(ŷ_cᵀK_V^{c,c}ŷ_c) / Δ(tr K_V^{c,c}/P)] / (P/2) ≈ 1 (K_V grows ≈ P/2
+    times faster along y than on average; Eq. 16, Eqs. 78–82, :mod:`ntkpipe.theory.relu_components`);
+    ``kw_isotropy_ratio``, the same for K_W without the P/2, ≈ 1 (isotropic growth, Eq. 86);
+    ``kw_specialization_ratio`` = own / other growth of K_W ≈ 2 (Eq. 21) and
+    ``kv_specialization_ratio`` ≈ 1 (K_V^{c,c} is the same for all c).
+    """
+    p = series["subset_outputs"].shape[1]
+    out, along_over_trace = {}, {}
+    for key in ("kv", "kw"):
+        projection = series[f"{key}_projection"] - series[f"{key}_projection"][0]
+        trace = series[f"{key}_trace"] - series[f"{key}_trace"][0]
+        own, other = own_and_other(projection)
+        out |= {f"{key}_own_growth": own, f"{key}_other_growth": other,
+                f"{key}_specialization_ratio": float(growth_ratio(own[-1], other[-1]))}
+        along_over_trace[key] = float(np.mean(growth_ratio(np.diagonal(projection[-1]), trace[-1])))
+    return out | {"kv_growth_ratio": along_over_trace["kv"] / (p / 2.0),
+                  "kw_isotropy_ratio": along_over_trace["kw"],
+                  "kw_other_growth_theory": 0.5 * out["kw_own_growth"]}

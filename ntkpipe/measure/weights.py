@@ -1,24 +1,111 @@
-"""Measurements on the weights themselves."""
+"""Measurements of the weights: alignments of the layers with each other and with the teacher, norms,
+and the distance travelled. Each record's ``compute`` reads the weights and calls the array math."""
 
 from __future__ import annotations
 
-import jax.numpy as jnp
+import jax
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
-from ntkpipe.models import MLP, Linearized
+from ntkpipe.measure import requirements as req
+from ntkpipe.measure.context import moving_network
+from ntkpipe.measure.crossing import first_crossing
+from ntkpipe.measure.layers import first_layer_alignment, layer_alignment, layer_norm_sum
+from ntkpipe.measure.options import Option
+from ntkpipe.measure.record import MLP_ONLY, TIME_UNITS, Measurement, Variable, series
+from ntkpipe.measure.rotation import parameter_distances
+from ntkpipe.models import layer_components, trainable
+from ntkpipe.theory import final_kernel, two_layer
 
 
-def moving_network(model) -> MLP:
-    """The network whose weights move: ``params`` of a linearized model, else the model."""
-    return model.params if isinstance(model, Linearized) else model
+def _weight(model, layer: int) -> np.ndarray:
+    return np.asarray(moving_network(model).weights[layer], np.float64)
 
 
-def first_layer_alignment(model, beta: np.ndarray) -> float:
-    """cos(W₁ᵀW₁, ββᵀ) = βᵀW₁ᵀW₁β / (‖W₁ᵀW₁‖_F |β|²) (silent-alignment Fig. 3b, E.1c).
+def _teacher_overlaps(view, item) -> dict:
+    q, r = two_layer.teacher_overlaps(_weight(view.model, 0), _weight(view.model, 1)[0], view.run.teacher[0])
+    return {"q": q, "r": r}
 
-    Reaches 1 when the first layer has become rank one along the teacher direction β.
-    """
-    w = moving_network(model).weights[0].astype(jnp.float64)
-    gram = w.T @ w
-    b = jnp.asarray(beta, jnp.float64)
-    return float(b @ gram @ b / (jnp.linalg.norm(gram) * (b @ b)))
+
+def _layer_alignment(view, item) -> dict:
+    cos, u_norm, w_norm = layer_alignment(_weight(view.model, 0), _weight(view.model, 1)[0],
+                                          view.run.data.principal_direction)
+    return {"layer_alignment": cos, "readout_norm": u_norm, "hidden_norm": w_norm}
+
+
+def _layer_norm_sum(model) -> float:
+    arrays = trainable(model)[0]
+    layers, count = layer_components(arrays)
+    return layer_norm_sum(jax.tree.leaves(arrays), layers, count)
+
+
+def _param_distance(run, traj, item) -> dict:
+    theta_final, _ = ravel_pytree(trainable(traj.model)[0])
+    theta_init, _ = ravel_pytree(trainable(run.model0)[0])
+    distance, cosine_distance = parameter_distances(theta_final, theta_init)
+    return {"param_distance": distance, "param_cosine_distance": cosine_distance}
+
+
+def _min_norm_error(run, traj, item) -> dict:
+    w = np.asarray(moving_network(traj.model).end_to_end_matrix(), np.float64)[0]
+    w_min = final_kernel.min_norm_interpolant(run.data.flat_train, run.data.y_train[:, 0])
+    return {"min_norm_relerr": float(np.linalg.norm(w - w_min) / np.linalg.norm(w_min))}
+
+
+MEASUREMENTS = [
+    Measurement("first_layer_alignment", "checkpoint", "cos(W₁ᵀW₁, ββᵀ) = βᵀW₁ᵀW₁β / (‖W₁ᵀW₁‖_F |β|²) with β the "
+                "least-squares (teacher) direction (silent-alignment Fig. 3b, E.1c); 1 when W₁ is rank one along β",
+                (series("first_layer_alignment", "cos(W₁ᵀW₁, ββᵀ)"),),
+                lambda view, item: {"first_layer_alignment": first_layer_alignment(
+                    moving_network(view.model).weights[0], view.run.teacher[0])},
+                req.needs_scalar_output, architectures=MLP_ONLY),
+    Measurement("readout_norm_sq", "checkpoint", "u² = |a|², the squared readout norm (silent-alignment Eq. 8, C.4)",
+                (series("readout_norm_sq", "u² = |a|²"),),
+                lambda view, item: {"readout_norm_sq": float(np.sum(_weight(view.model, -1) ** 2))},
+                architectures=MLP_ONLY),
+    Measurement("teacher_overlaps", "checkpoint", "q = ½(|a|² + βᵀWᵀWβ), r = aᵀWβ of a two-layer net "
+                "(silent-alignment App. C.1, Eq. 33)",
+                (series("q", "q(t)", description="q = ½(|a|² + βᵀWᵀWβ) of a two-layer net with readout a, first "
+                        "layer W and teacher direction β (silent-alignment App. C.1, Eq. 33)"),
+                 series("r", "r(t)", description="r = aᵀWβ of a two-layer net with readout a, first layer W and "
+                        "teacher direction β (silent-alignment App. C.1, Eq. 33)")),
+                _teacher_overlaps, req.two_layers, architectures=MLP_ONLY),
+    Measurement("layer_alignment", "checkpoint", "layer alignment cos θ = u·w/(|u||w|), w = W n for the unit input "
+                "direction n, and |u|, |w| of a two-layer net (solvable-model Sec. 2.2–2.3, Fig. 1)",
+                (series("layer_alignment", "layer alignment cos θ",
+                        description="cos θ = u·w/(|u||w|) of a two-layer net: readout u, w = W n the hidden "
+                                    "pre-activation of the unit input direction n (solvable-model Sec. 2.2, Fig. 1)"),
+                 series("readout_norm", "|u|", description="|u|, the readout norm of a two-layer net "
+                        "(solvable-model Sec. 2.3: learning by rescaling)"),
+                 series("hidden_norm", "|w| = |W n|", description="|w| = |W n| for the unit input direction n "
+                        "(solvable-model Sec. 2.3)")),
+                _layer_alignment, req.two_layers, architectures=MLP_ONLY),
+    Measurement("t_align", "final", "first time cos(W₁ᵀW₁, ββᵀ) reaches the threshold option, interpolated "
+                "between checkpoints (silent-alignment Fig. 3b)",
+                (Variable("t_align", "t_align", units=TIME_UNITS),),
+                lambda run, traj, item: {"t_align": first_crossing(
+                    traj.time, traj.series["first_layer_alignment"], item.options["threshold"], downward=False)},
+                depends_on=("first_layer_alignment",),
+                options=(Option("threshold", float, 0.5, "level of cos(W₁ᵀW₁, ββᵀ)", -1.0, 1.0),)),
+    Measurement("min_norm_error", "final", "|w − w_min| / |w_min|: distance of the learned linear map w from the "
+                "min-norm interpolant w_min = X(XᵀX)⁻¹y (silent-alignment App. E.3)",
+                (Variable("min_norm_relerr", "|w − w_min| / |w_min|"),), _min_norm_error, req.linear_network,
+                architectures=MLP_ONLY),
+    Measurement("weight_norm", "final", "Σ_ℓ ‖θ_ℓ‖₂, the sum of the layers' norms, after training and at init "
+                "(solvable-model Fig. 2)",
+                (Variable("weight_norm", "Σ_ℓ ‖θ_ℓ‖ after training",
+                          description="Σ_ℓ ‖θ_ℓ‖₂ over weight layers ℓ (weights and bias) after training "
+                                      "(solvable-model Fig. 2: learning by disalignment)"),
+                 Variable("weight_norm_init", "Σ_ℓ ‖θ_ℓ‖ at init",
+                          description="Σ_ℓ ‖θ_ℓ‖₂ over weight layers ℓ (weights and bias) at init (solvable-model Fig. 2)")),
+                lambda run, traj, item: {"weight_norm": _layer_norm_sum(traj.model),
+                                         "weight_norm_init": _layer_norm_sum(run.model0)}),
+    Measurement("param_distance", "final", "‖θ_T − θ_0‖₂ and 1 − cos(θ_T, θ_0) over the trainable parameters "
+                "(linearized-networks Fig. 14)",
+                (Variable("param_distance", "‖θ_T − θ_0‖₂",
+                          description="‖θ_T − θ_0‖₂ over the trainable parameters (a linearization's θ_0 is its origin; "
+                                      "linearized-networks Fig. 14)"),
+                 Variable("param_cosine_distance", "1 − cos(θ_T, θ_0)",
+                          description="1 − θ_T·θ_0/(‖θ_T‖‖θ_0‖) over the trainable parameters "
+                                      "(linearized-networks Fig. 14)")), _param_distance),
+]

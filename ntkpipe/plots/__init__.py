@@ -1,12 +1,28 @@
-"""Figures of a study dataset, one function per figure kind."""
+"""Figures of a study dataset, one function per figure kind: the kind's record
+(:data:`ntkpipe.lang.schema.FIGURE_KINDS`) names it, and it is imported when first drawn."""
 
-from ntkpipe.plots.images import plot_images
-from ntkpipe.plots.matrix import plot_matrix
-from ntkpipe.plots.scatter import plot_scatter
-from ntkpipe.plots.sweep import plot_sweep
-from ntkpipe.plots.time_series import plot_time_series
+from __future__ import annotations
 
-PLOTTERS = {"images": plot_images, "matrix": plot_matrix, "scatter": plot_scatter, "sweep": plot_sweep,
-            "time_series": plot_time_series}
+from collections.abc import Callable, Iterator, Mapping
+from importlib import import_module
 
-__all__ = ["PLOTTERS", "plot_images", "plot_matrix", "plot_scatter", "plot_sweep", "plot_time_series"]
+from ntkpipe.lang.schema import FIGURE_KINDS
+
+
+class Plotters(Mapping):
+    """Figure kind → its plotting function ``(dataset, figure spec, title) → Figure``, imported on lookup."""
+
+    def __getitem__(self, kind: str) -> Callable:
+        module, name = FIGURE_KINDS[kind].plotter.split(":")
+        return getattr(import_module(module), name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(FIGURE_KINDS)
+
+    def __len__(self) -> int:
+        return len(FIGURE_KINDS)
+
+
+PLOTTERS = Plotters()
+
+__all__ = ["PLOTTERS"]

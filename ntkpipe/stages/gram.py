@@ -9,10 +9,13 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ntkpipe.data import output_count
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.stages.job import StageJob
-from ntkpipe.stages.network import stage_data, stage_network
+from ntkpipe.stages.kind import StageKind
+from ntkpipe.stages.network import inputs_slice, network_slice, stage_data, stage_network
 from ntkpipe.store import read_store, write_store
 
 
@@ -40,3 +43,40 @@ def compute_eigendecomposition(job: StageJob, out: str | Path) -> Path:
                     coords={"eigen_index": index})
     ds["seconds_kernel"] = time.perf_counter() - tic
     return write_store(ds, out, config=job.config, store_id=job.id)
+
+
+def _gram_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
+    return {**network_slice(run_config), **inputs_slice(run_config), "outputs": output_count(run.data)}
+
+
+def _eigen_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
+    return {"gram": upstream["gram"], "top_k": spec.top_k}
+
+
+def _eigen_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
+    """top_k ≤ the Gram's rows (n_train + n_test) × outputs; the label index and rotation's top_k
+    ≤ the eigenpairs the stage keeps."""
+    n_all = (run.data.n_train + run.data.n_test) * output_count(run.data)
+    if spec.top_k is not None and spec.top_k > n_all:
+        return [(("stages", name, "top_k"), f"top_k {spec.top_k} exceeds the {n_all} eigenpairs of the Gram over "
+                 f"train ∪ test ((n_train {run.data.n_train} + n_test {run.data.n_test}) × {output_count(run.data)} "
+                 f"output(s)); use top_k <= {n_all} or null (all)")]
+    limit, kept = min(n_all, spec.top_k or n_all), "its top_k" if spec.top_k else "(n_train + n_test) × outputs"
+    problems = []
+    j = run.data.labels.eigen_index
+    if j is not None and j > limit:
+        problems.append((("data", "labels"), f"data.labels.eigen_index {j} exceeds the {limit} "
+                         f"eigenvectors of stage {name!r} ({kept})"))
+    for i, item in enumerate(run.measure):
+        if item.name == "rotation" and item.options["top_k"] > limit:
+            problems.append((("measure", i, "top_k"), f"rotation: top_k {item.options['top_k']} exceeds the {limit} "
+                             f"eigenpairs stage {name!r} keeps ({kept}); use top_k <= {limit} or raise the stage's "
+                             "top_k"))
+    return problems
+
+
+KINDS = [
+    StageKind("ntk_gram", None, _gram_config, compute_ntk_gram),
+    StageKind("eigendecomposition", "labels", _eigen_config, compute_eigendecomposition, reads_run_data=False,
+              upstream=lambda spec: {"gram": (spec.input, "ntk_gram")}, check=_eigen_check),
+]

@@ -3,6 +3,7 @@ of Theorem 1 (linearized-networks Sec. 3.2, App. C.2)."""
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -10,9 +11,12 @@ import jax
 import numpy as np
 import xarray as xr
 
+from ntkpipe.data import output_count
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.ntk.mixed import neural_anisotropy_directions, stein_check
 from ntkpipe.stages.job import StageJob
-from ntkpipe.stages.network import stage_network
+from ntkpipe.stages.kind import StageKind
+from ntkpipe.stages.network import network_slice, stage_network
 from ntkpipe.store import write_store
 
 
@@ -42,3 +46,27 @@ def compute_nads(job: StageJob, out: str | Path) -> Path:
                 "stein_vector": [f"v{j}" for j in range(1, cfg["stein_vectors"] + 1)] + ["random"]})
     ds["seconds_kernel"] = time.perf_counter() - tic
     return write_store(ds, out, config=cfg, store_id=job.id)
+
+
+def _nad_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
+    options = spec.model_dump(exclude={"compute"})
+    return {**network_slice(run_config), "shape": list(run.data.shape), "outputs": output_count(run.data),
+            **options}
+
+
+def _nad_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
+    """The NAD index and the Stein check's vectors ≤ the input dimension (one NAD per coordinate)."""
+    d = math.prod(run.data.shape)
+    j = run.data.directions.nad_index
+    problems = [(("data", "directions"), f"data.directions.nad_index {j} exceeds the input dimension {d} of "
+                 "data.shape")] if j > d else []
+    if spec.stein_vectors > d:
+        problems.append((("stages", name, "stein_vectors"), f"stein_vectors {spec.stein_vectors} exceeds the {d} "
+                         f"NADs of inputs of shape {list(run.data.shape)}; use stein_vectors <= {d}"))
+    if getattr(run.model, "init", "gaussian") == "near_parallel":  # the stage's network precedes its data
+        problems.append((("model", "init"), "model.init 'near_parallel' aligns the readout with the training "
+                         "inputs, which nad data are built from by this stage's network; use another init"))
+    return problems
+
+
+KINDS = [StageKind("nad", "directions", _nad_config, compute_nads, reads_run_data=False, check=_nad_check)]

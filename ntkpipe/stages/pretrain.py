@@ -12,11 +12,13 @@ from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import output_count
 from ntkpipe.lang.schema import CheckpointSpec, RunSpec
-from ntkpipe.measure.checkpoint import train_loss
 from ntkpipe.measure.context import ModelView, RunContext
+from ntkpipe.measure.outputs import train_loss
 from ntkpipe.models import build_model, learning_rate_scale, run_keys, trainable
 from ntkpipe.stages.inputs import read_stages, run_data
 from ntkpipe.stages.job import StageJob
+from ntkpipe.stages.kind import StageKind
+from ntkpipe.stages.network import network_slice
 from ntkpipe.store import write_store
 from ntkpipe.train import train
 
@@ -44,3 +46,21 @@ def pretrain(job: StageJob, out: str | Path) -> Path:
     ds["diverged"] = int(traj.diverged)
     ds["seconds_train"] = time.perf_counter() - tic
     return write_store(ds, out, config=job.config, store_id=job.id)
+
+
+def _pretrain_config(spec, run: RunSpec, run_config: dict, upstream: dict) -> dict:
+    model = dict(network_slice(run_config)["model"], kind="network")
+    return {"seed": run_config["seed"], "model": model, "data": run_config["data"], "train": run_config["train"],
+            "outputs": output_count(run.data)}
+
+
+def _pretrain_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
+    if run.train.epochs is None:
+        return [(("model", "origin"), "a 'pretrain' origin stores θ_k per epoch: give train.epochs (not steps or "
+                 "max_time)")]
+    k = run.model.origin.epochs
+    return [(("model", "origin"), f"model.origin.epochs {k} exceeds train.epochs {run.train.epochs}")] \
+        if k > run.train.epochs else []
+
+
+KINDS = [StageKind("pretrain", "origin", _pretrain_config, pretrain, check=_pretrain_check)]

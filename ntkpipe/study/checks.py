@@ -353,7 +353,43 @@ def _check_dim(value: str | None, points: list[dict] | None, used: list[Variable
                     "plot a variable with one (e.g. input_spectrum over spectrum_index)"))]
 
 
+class FigureCheck:
+    """What a figure kind's ``problems(check)`` checks its options with: each method returns problems
+    at a key path below the figure's (``where``)."""
+
+    def __init__(self, variables: dict[str, Variable], points: list[dict] | None, where: tuple):
+        self.variables, self.points, self.where = variables, points, where
+
+    def variable(self, value: str | None, kinds: tuple, key: tuple) -> list[Problem]:
+        """``value`` is a stored variable of one of ``kinds`` (scalar, series, array)."""
+        return _check_variable(value, self.variables, kinds, self.where + key)
+
+    def dim(self, value: str | None, plotted: list[str], key: tuple, what: str) -> list[Problem]:
+        """``value`` is a sweep axis or a dimension of every ``plotted`` variable."""
+        used = [self.variables[v] for v in plotted if v in self.variables]
+        return _check_dim(value, self.points, used, self.where + key, what)
+
+    def axis(self, value: str | None, key: tuple, what: str) -> list[Problem]:
+        """``value`` is a sweep axis."""
+        return _check_axis(value, self.points, self.where + key, what)
+
+    def dims(self, name: str) -> tuple[str, ...] | None:
+        """The dims of the stored variable ``name`` (None if it is not stored)."""
+        return self.variables[name].dims if name in self.variables else None
+
+    def labels(self, axis_name: str) -> list[str]:
+        """The values of the sweep axis ``axis_name`` that are labels, not numbers (none if it is no axis)."""
+        if not self.points or axis_name not in self.points[0]:
+            return []
+        return sorted({str(p[axis_name]) for p in self.points if not isinstance(p[axis_name], (int, float))})
+
+    def problem(self, key: tuple, message: str) -> list[Problem]:
+        return [(self.where + key, message)]
+
+
 def _figure_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem]:
+    """Names are unique, ``where`` and ``reference`` select sweep points (``where`` also dimensions of
+    the plotted variables), and each figure passes its kind's own checks (``problems``)."""
     problems: list[Problem] = []
     variables = _variables(spec)
     names = [f.name for f in spec.figures]
@@ -361,64 +397,11 @@ def _figure_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem
         where = ("figures", i)
         if names.count(fig.name) > 1:
             problems.append((where + ("name",), f"figure name {fig.name!r} is used twice"))
-        problems += _where_problems(fig.where, points, where + ("where",), _plotted(fig, variables))
+        plotted = [variables[n] for n in fig.plotted() if n in variables]
+        problems += _where_problems(fig.where, points, where + ("where",), plotted)
         problems += _where_problems(getattr(fig, "reference", {}), points, where + ("reference",))
-        if fig.kind == "sweep":
-            ys = [fig.y] if isinstance(fig.y, str) else fig.y
-            for v in ys + [fig.theory]:
-                problems += _check_variable(v, variables, ("scalar", "series", "array"), where + ("y",))
-            used = [variables[v] for v in ys if v in variables]
-            problems += _check_dim(fig.x, points, used, where + ("x",), "x")
-            problems += _check_dim(fig.hue, points, used, where + ("hue",), "hue")
-            problems += _log_label_axis_problems(fig, points, where)
-        elif fig.kind == "time_series":
-            for j, v in enumerate(fig.variables):
-                problems += _check_variable(v, variables, ("series",), where + ("variables", j))
-            for v, theory in fig.theory.items():
-                problems += _check_variable(theory, variables, ("series", "scalar", "array"), where + ("theory", v))
-            for key in list(fig.theory) + list(fig.normalize) + fig.logy:
-                if key not in fig.variables:
-                    problems.append((where, f"{key!r} is given settings but is not in variables"))
-            used = [variables[v] for v in fig.variables if v in variables]
-            problems += _check_dim(fig.hue, points, used, where + ("hue",), "hue")
-            problems += _check_axis(fig.col, points, where + ("col",), "col")
-        elif fig.kind == "scatter":
-            for v in [fig.x] + fig.y:
-                problems += _check_variable(v, variables, ("array", "scalar"), where + ("y",))
-            problems += _check_axis(fig.col, points, where + ("col",), "col")
-        elif fig.kind == "images":
-            problems += _check_variable(fig.variable, variables, ("array",), where + ("variable",))
-            if fig.variable in variables and len(variables[fig.variable].dims) != 4:
-                problems.append((where + ("variable",), f"{fig.variable!r} is not a stack of images "
-                                 "(dims item, row, column, channel)"))
-            problems += _check_axis(fig.rows, points, where + ("rows",), "rows")
-        elif fig.kind == "matrix":
-            problems += _check_variable(fig.variable, variables, ("array", "series"), where + ("variable",))
-            own = [d for d in variables[fig.variable].dims if d != "time"] if fig.variable in variables else []
-            if fig.variable in variables and len(own) != 2:
-                problems.append((where + ("variable",), f"{fig.variable!r} has dims ({', '.join(own)}); a matrix "
-                                 "figure needs a variable with two (rows, columns), e.g. ksm (output, target)"))
-            problems += _check_axis(fig.col, points, where + ("col",), "col")
+        problems += fig.problems(FigureCheck(variables, points, where))
     return problems
-
-
-def _log_label_axis_problems(fig, points: list[dict] | None, where: tuple) -> list[Problem]:
-    """A sweep figure's ``logx`` needs a numeric x: labels (a case axis, activations) have no log scale."""
-    if not fig.logx or not points or fig.x not in points[0]:
-        return []
-    labels = sorted({str(p[fig.x]) for p in points if not isinstance(p[fig.x], (int, float))})
-    if not labels:
-        return []
-    return [(where + ("logx",), f"x {fig.x!r} takes labels ({', '.join(labels)}), which have no log scale; "
-                                "remove logx (or set it to false)")]
-
-
-def _plotted(fig, variables: dict[str, Variable]) -> list[Variable]:
-    """The measured variables a figure draws (its theory and references aside)."""
-    names = {"sweep": lambda: [fig.y] if isinstance(fig.y, str) else fig.y, "time_series": lambda: fig.variables,
-             "scatter": lambda: [fig.x] + fig.y, "images": lambda: [fig.variable],
-             "matrix": lambda: [fig.variable]}[fig.kind]()
-    return [variables[n] for n in names if n in variables]
 
 
 def _where_problems(selection: dict[str, Any], points: list[dict] | None, where: tuple,

@@ -46,15 +46,19 @@ def overlaps(t, q0: float, s: float, r0: float = 0.0) -> tuple[np.ndarray, np.nd
     return q / saturation, r / saturation
 
 
+def teacher_overlaps(w: np.ndarray, a: np.ndarray, beta) -> tuple[float, float]:
+    """(q, r) = (½[|a|² + βᵀWᵀWβ], aᵀWβ) of a first layer W (hidden, inputs) and a readout a (hidden,)."""
+    w, a = np.asarray(w, dtype=np.float64), np.asarray(a, dtype=np.float64)
+    wb = w @ np.asarray(beta, dtype=np.float64)
+    return float(0.5 * (a @ a + wb @ wb)), float(a @ wb)
+
+
 def initial_overlaps(model: MLP, beta) -> tuple[float, float]:
-    """(q₀, r₀) = (½[|a|² + βᵀWᵀWβ], aᵀWβ) of a depth-2, single-output ``MLP`` (a = W₂[0], W = W₁)."""
+    """(q₀, r₀) of a depth-2, single-output ``MLP`` (a = W₂[0], W = W₁): :func:`teacher_overlaps`."""
     if model.depth != 2 or model.weights[1].shape[0] != 1:
         raise ValueError(f"need a two-layer single-output network, got depth {model.depth} "
                          f"with {model.weights[-1].shape[0]} outputs")
-    w = np.asarray(model.weights[0], dtype=np.float64)
-    a = np.asarray(model.weights[1], dtype=np.float64)[0]
-    wb = w @ np.asarray(beta, dtype=np.float64)
-    return float(0.5 * (a @ a + wb @ wb)), float(a @ wb)
+    return teacher_overlaps(model.weights[0], np.asarray(model.weights[1])[0], beta)
 
 
 def initial_mode_gains(model: MLP, x, targets) -> np.ndarray:

@@ -1,0 +1,35 @@
+"""Array math on weight matrices: alignments between layers and with the teacher, sums of layer norms."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+
+def first_layer_alignment(w1, beta: np.ndarray) -> float:
+    """cos(W₁ᵀW₁, ββᵀ) = βᵀW₁ᵀW₁β / (‖W₁ᵀW₁‖_F |β|²) of a first layer W₁ (hidden, inputs), in float64.
+
+    Reaches 1 when the first layer has become rank one along the teacher direction β.
+    """
+    w = jnp.asarray(w1).astype(jnp.float64)
+    gram = w.T @ w
+    b = jnp.asarray(beta, jnp.float64)
+    return float(b @ gram @ b / (jnp.linalg.norm(gram) * (b @ b)))
+
+
+def layer_alignment(w: np.ndarray, u: np.ndarray, n: np.ndarray) -> tuple[float, float, float]:
+    """(cos θ, |u|, |w|) of a two-layer net's readout u and first layer W along the input direction n:
+    cos θ = u·w / (|u||w|) with w = W n."""
+    w = np.asarray(w, np.float64) @ n
+    u = np.asarray(u, np.float64)
+    u_norm, w_norm = float(np.linalg.norm(u)), float(np.linalg.norm(w))
+    return float(u @ w) / (u_norm * w_norm), u_norm, w_norm
+
+
+def layer_norm_sum(leaves: list, layers: list[int], count: int) -> float:
+    """Σ_ℓ ‖θ_ℓ‖₂ over ``count`` layers, ‖θ_ℓ‖₂² summing the squares of the arrays ``leaves`` whose
+    layer index (``layers``) is ℓ; indices ≥ ``count`` add up in one more group."""
+    squares = np.zeros(count + 1)
+    for c, leaf in zip(layers, leaves):
+        squares[min(c, count)] += float(np.sum(np.asarray(leaf, np.float64) ** 2))
+    return float(np.sum(np.sqrt(squares)))

@@ -1,0 +1,143 @@
+"""Theory of silent alignment (Atanasov, Bordelon & Pehlevan 2022) against the measurements: the
+deep-linear gain ODE's t½, the two-layer overlaps q(t), r(t), the final NTK K∞ and its alignment, and
+the per-mode trajectories. Each record's ``compute`` reads the initial weights, the teacher and the
+series and calls :mod:`ntkpipe.theory`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ntkpipe.measure import requirements as req
+from ntkpipe.measure.context import moving_network
+from ntkpipe.measure.record import MLP_ONLY, TIME_UNITS, Measurement, Variable, series, train_gram
+from ntkpipe.theory import deep_linear, final_kernel, two_layer
+
+_GRADIENT_FLOW = ("whitened data (data.gamma 0), no bias, standard parameterization, model.kind network, "
+                  "model.gamma 1, MSE loss, full-batch GD with a constant schedule (gradient flow), one output")
+
+
+def _initial_gain(run) -> float:
+    """c₀ of the gain ODE: (q₀ + r₀)/2 for two layers, exact for the early phase (App. C.5); for
+    deeper nets the gain along β of the nearest balanced, β-aligned network
+    (``deep_linear.aligned_initial_gain``, which equals (q₀ + r₀)/2 at L = 2)."""
+    net = moving_network(run.model0)
+    if run.spec.model.depth == 2:
+        q0, r0 = two_layer.initial_overlaps(net, run.teacher[0])
+        return (q0 + r0) / 2.0
+    return deep_linear.aligned_initial_gain(net.weights, run.teacher[0])
+
+
+def _t_half_theory(run, traj, item) -> dict:
+    """The irreducible loss of the best linear predictor is added to the loss (0 for a linear teacher)."""
+    c0, (beta, s) = _initial_gain(run), run.teacher
+    x, y = run.data.flat_train, run.data.y_train[:, 0]
+    irreducible = 0.5 * float(np.mean((x @ (s * beta) - y) ** 2))
+    try:
+        value = deep_linear.half_loss_time(c0, s, run.spec.model.depth, irreducible)
+    except ValueError:  # c₀ ≥ s, or the loss cannot halve
+        value = float("nan")
+    return {"t_half_theory": value}
+
+
+def _overlaps_theory(run, traj, item) -> dict:
+    """u₀² = (q₀ + r₀)/2 plays c₀ (App. C.5); deviations are relative to the theory curve's maximum."""
+    beta, s = run.teacher
+    q0, r0 = two_layer.initial_overlaps(moving_network(run.model0), beta)
+    q, r = two_layer.overlaps(traj.time, q0, s, r0)
+    u_sq = deep_linear.two_layer_gain(traj.time, (q0 + r0) / 2.0, s)
+    out = {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq}
+    for name, theory in (("q", q), ("r", r), ("readout_norm_sq", u_sq)):
+        simulated = traj.series[name]
+        out[f"{name}_max_relerr"] = float(np.nanmax(np.abs(simulated - theory)) / np.max(np.abs(theory)))
+    return out
+
+
+def _final_ntk(run, traj, item) -> dict:
+    beta, s = run.teacher
+    depth = run.spec.model.depth
+    measured = final_kernel.linear_ntk_matrix(moving_network(traj.model))
+    theory = final_kernel.final_ntk_matrix(beta, s, depth)
+    return {"final_ntk_ratio": final_kernel.direction_ratio(measured, beta),
+            "final_ntk_ratio_theory": float(depth),
+            "final_ntk_relerr": float(np.linalg.norm(measured - theory) / np.linalg.norm(theory))}
+
+
+def _alignment_theory(run, traj, item) -> dict:
+    beta, s = run.teacher
+    m = final_kernel.final_ntk_matrix(beta, s, run.spec.model.depth)
+    return {"alignment_theory": final_kernel.kernel_alignment_of_matrix(m, run.data.flat_train, run.data.y_train)}
+
+
+def _mode_strength_theory(run, traj, item) -> dict:
+    """c₀ from ``two_layer.initial_mode_gains`` for two layers (the early phase solved per mode),
+    |W_Lᵀu_k|^L for deeper nets (approximate: it ignores how long the inner layers take to align)."""
+    _, s, u = final_kernel.target_modes(run.data.flat_train, run.data.y_train)
+    net = moving_network(run.model0)
+    depth = run.spec.model.depth
+    if depth == 2:
+        c0 = two_layer.initial_mode_gains(net, run.data.flat_train, run.data.y_train)
+    else:
+        c0 = np.linalg.norm(np.asarray(net.weights[-1], np.float64).T @ u, axis=0) ** depth
+    return {"mode_strength_theory": final_kernel.mode_strength_trajectories(traj.time, c0, s, depth).T,
+            "mode_target": s}
+
+
+MEASUREMENTS = [
+    Measurement("t_half_theory", "final",
+                "t½ of the deep-linear gain ODE ċ = L c^{2−2/L}(s − c) (silent-alignment App. E.1), c₀ from the "
+                "initial weights ((q₀ + r₀)/2 for two layers, |a₀|^L deeper), plus the irreducible loss",
+                (Variable("t_half_theory", "t½ (theory)", units=TIME_UNITS, theory_of="t_half"),),
+                _t_half_theory, req.deep_linear_theory, architectures=MLP_ONLY, where_applicable=True,
+                assumptions=f"deep linear net (activation linear, depth ≥ 2), {_GRADIENT_FLOW}; NaN otherwise, "
+                            "or when c₀ ≥ s (the loss cannot halve)"),
+    Measurement("two_layer_theory", "final",
+                "q(t), r(t) (Eq. 50–51) and u(t)² (Eq. C.4) and the simulation's largest deviation from them",
+                (series("q_theory", "q(t) theory", theory_of="q",
+                        description="q(t) of Eq. 50–51 (silent-alignment App. C) from the measured q₀, r₀"),
+                 series("r_theory", "r(t) theory", theory_of="r",
+                        description="r(t) of Eq. 50–51 (silent-alignment App. C) from the measured q₀, r₀"),
+                 series("readout_norm_sq_theory", "u² theory", theory_of="readout_norm_sq",
+                        description="u(t)² of Eq. C.4, the two-layer gain ODE from u₀² = (q₀ + r₀)/2 (App. C.5)"),
+                 Variable("q_max_relerr", "max |q − q_theory| / max q_theory",
+                          description="max_t |q − q_theory| / max_t |q_theory|: the simulation's largest deviation "
+                                      "from Eq. 50–51"),
+                 Variable("r_max_relerr", "max |r − r_theory| / max r_theory",
+                          description="max_t |r − r_theory| / max_t |r_theory|: the simulation's largest deviation "
+                                      "from Eq. 50–51"),
+                 Variable("readout_norm_sq_max_relerr", "max |u² − u²_theory| / max u²_theory",
+                          description="max_t |u² − u²_theory| / max_t |u²_theory|: the simulation's largest deviation "
+                                      "from Eq. C.4")),
+                _overlaps_theory, req.two_layer_linear_theory,
+                depends_on=("teacher_overlaps", "readout_norm_sq"), architectures=MLP_ONLY, where_applicable=True,
+                assumptions=f"two-layer linear net (depth 2, activation linear), {_GRADIENT_FLOW}; NaN otherwise"),
+    Measurement("final_ntk", "final", "final NTK of a linear net vs K∞ (ratio along β vs ⊥β; theory L)",
+                (Variable("final_ntk_ratio", "λ_β / λ_⊥ of the final NTK",
+                          description="eigenvalue of the final NTK matrix M (K = xᵀMx') along the teacher β over its "
+                                      "eigenvalue ⊥ β (silent-alignment App. E.2–E.3)"),
+                 Variable("final_ntk_ratio_theory", "λ_β / λ_⊥ theory (= L)", theory_of="final_ntk_ratio",
+                          description="L, the ratio of K∞ = s^{2(L−1)/L} xᵀ[(L−1)ββᵀ + I]x' (silent-alignment Eq. 63)"),
+                 Variable("final_ntk_relerr", "‖M − M∞‖ / ‖M∞‖",
+                          description="relative Frobenius distance of the final NTK matrix M from M∞ of Eq. 63")),
+                _final_ntk, req.final_ntk_theory, architectures=MLP_ONLY, where_applicable=True,
+                assumptions="deep linear net (activation linear, no bias, depth ≥ 2, standard parameterization, "
+                            "model.kind network, one output) trained to convergence from small balanced init; NaN otherwise"),
+    Measurement("alignment_theory", "final", "final alignment A(X M∞ Xᵀ, y) of a depth-L linear net, M∞ of "
+                "silent-alignment Eq. 63 (Fig. 1a, E.1b)",
+                (Variable("alignment_theory", "final alignment (linear-net theory)", theory_of="alignment"),),
+                _alignment_theory, req.needs_scalar_output, architectures=MLP_ONLY, where_applicable=True,
+                assumptions="a deep linear net trained to convergence from small init (activation linear); computed "
+                            "for every one-output MLP run, NaN for several outputs; compare only where it applies",
+                gram_points=train_gram),
+    Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories and targets s_k",
+                (series("mode_strength_theory", "mode strength (theory)", "mode", theory_of="mode_strength",
+                        description="each target mode k follows ċ = L c^{2−2/L}(s_k − c) (Saxe et al. 2014; "
+                                    "silent-alignment App. H, Fig. H.1) from c₀ of the initial weights"),
+                 Variable("mode_target", "target singular value s_k", ("mode",),
+                          description="singular values s_k of the target map Σ_yx = Yᵀx/P, the modes' asymptotes")),
+                _mode_strength_theory, req.deep_linear_modes_theory, depends_on=("mode_strength",),
+                architectures=MLP_ONLY, where_applicable=True,
+                assumptions="deep linear net (activation linear, depth ≥ 2), whitened data (data.gamma 0), no bias, "
+                            "standard parameterization, model.kind network, model.gamma 1, MSE loss, GD with a "
+                            "constant schedule; NaN otherwise, and for a mode whose initial strength is not below its target "
+                            "(0 < c_k(0) < s_k, the small-init regime)"),
+]
