@@ -25,18 +25,22 @@ settings.register_profile("long", max_examples=int(os.environ.get("NTKPIPE_LONG_
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+JAX_CACHE_ENV = "NTKPIPE_JAX_CACHE"
+"""ntkpipe.workflow.JAX_CACHE_ENV, written out: the xdist controller sets it and imports no ntkpipe."""
+
+
 def pytest_configure(config):
     """One persistent JAX compilation cache for the whole session: this process, the xdist workers
     (they inherit the environment) and the Snakemake jobs, in threads or processes (configure_jax
-    reads $NTKPIPE_JAX_CACHE), so a function compiled once is read back by every later test that
+    reads $NTKPIPE_JAX_CACHE), so a program compiled once is read back by every later test that
     compiles the same computation. Set before any compile: JAX decides once per process whether it
     uses the cache. A cache directory set by the caller is used and kept (warm later sessions)."""
-    import jax
-
-    from ntkpipe.workflow import JAX_CACHE_ENV
-
     if not os.environ.get(JAX_CACHE_ENV):
         os.environ[JAX_CACHE_ENV] = config._ntkpipe_jax_cache = tempfile.mkdtemp(prefix="ntkpipe-jax-")
+    if config.pluginmanager.hasplugin("dsession"):  # the xdist controller: it runs no test
+        return
+    import jax
+
     jax.config.update("jax_compilation_cache_dir", os.environ[JAX_CACHE_ENV])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 

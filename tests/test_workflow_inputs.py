@@ -11,6 +11,7 @@ import pytest
 
 from ntkpipe.errors import ConfigError
 from ntkpipe.workflow import JAX_CACHE_ENV, build_index, check_results_writable, jax_cache_dir, written_directories
+from tests.conftest import JAX_CACHE_ENV as SESSION_CACHE_ENV
 from tests.conftest import run_snakemake
 
 SPEC = """\
@@ -95,6 +96,7 @@ def test_the_compilation_cache_set_by_the_environment_is_checked_in_place_of_the
     assert tmp_path / "jax" in written and tmp_path / "results" / ".cache" / "jax" not in written
     monkeypatch.delenv(JAX_CACHE_ENV)
     assert jax_cache_dir(index.results) == tmp_path / "results" / ".cache" / "jax"
+    assert SESSION_CACHE_ENV == JAX_CACHE_ENV  # the suite's session cache is the one jobs read
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
