@@ -30,13 +30,18 @@ JAX_CACHE_ENV = "NTKPIPE_JAX_CACHE"
 
 
 def pytest_configure(config):
-    """One persistent JAX compilation cache for the whole session: this process, the xdist workers
-    (they inherit the environment) and the Snakemake jobs, in threads or processes (configure_jax
-    reads $NTKPIPE_JAX_CACHE), so a program compiled once is read back by every later test that
-    compiles the same computation. Set before any compile: JAX decides once per process whether it
-    uses the cache. A cache directory set by the caller is used and kept (warm later sessions)."""
+    """One persistent JAX compilation cache for the session: this process, the xdist workers (they
+    inherit the environment) and the Snakemake jobs, in threads or processes (configure_jax reads
+    $NTKPIPE_JAX_CACHE), so a program compiled once is read back by every later test that compiles
+    it. It lives in pytest's cache (``.pytest_cache/d/ntkpipe-jax``), so a later session reads the
+    programs back instead of compiling them (``--cache-clear`` starts cold); without the cache plugin
+    (``-p no:cacheprovider``) in a temporary directory of the session. A directory set by the caller
+    is used as it is. Set before any compile: JAX decides once per process whether it uses the cache."""
     if not os.environ.get(JAX_CACHE_ENV):
-        os.environ[JAX_CACHE_ENV] = config._ntkpipe_jax_cache = tempfile.mkdtemp(prefix="ntkpipe-jax-")
+        if getattr(config, "cache", None) is not None:
+            os.environ[JAX_CACHE_ENV] = str(config.cache.mkdir("ntkpipe-jax"))
+        else:
+            os.environ[JAX_CACHE_ENV] = config._ntkpipe_jax_cache = tempfile.mkdtemp(prefix="ntkpipe-jax-")
     if config.pluginmanager.hasplugin("dsession"):  # the xdist controller: it runs no test
         return
     import jax
