@@ -22,6 +22,8 @@ from ntkpipe.study.size import run_limit
 SPEC_LIKE_SUFFIXES = (".yaml", ".yml")
 """Suffixes (any case) of files in the specs directory that are taken for specs; all but ``.yaml``
 are reported by validation (with the fix: rename)."""
+JAX_CACHE_ENV = "NTKPIPE_JAX_CACHE"
+"""Environment variable naming the persistent JAX compilation cache directory (default results/.cache/jax)."""
 
 
 @dataclass
@@ -163,7 +165,7 @@ def merged_runs(jobs: list[RunJob]) -> dict[str, RunJob]:
 def written_directories(index: WorkflowIndex) -> set[Path]:
     """Every directory the jobs of ``index`` write into (stores, figures, logs, the JAX cache)."""
     logs = index.results / "logs"
-    dirs = {index.results / ".cache" / "jax", logs / "train", logs / "aggregate", logs / "table"}
+    dirs = {jax_cache_dir(index.results), logs / "train", logs / "aggregate", logs / "table"}
     dirs |= {job.path.parent for job in index.runs.values()}
     dirs |= {d for job in index.finals.values() for d in (job.path.parent, logs / "finals")}
     dirs |= {d for job in index.stages.values() for d in (job.path.parent, logs / "stages" / job.compute)}
@@ -194,18 +196,24 @@ def check_results_writable(index: WorkflowIndex) -> None:
                               "with --config results=DIR")
 
 
+def jax_cache_dir(results: str | Path) -> Path:
+    """The persistent JAX compilation cache: ``$NTKPIPE_JAX_CACHE`` where set, else ``results/.cache/jax``."""
+    return Path(os.environ.get(JAX_CACHE_ENV) or Path(results) / ".cache" / "jax")
+
+
 def configure_jax(results: str | Path) -> None:
     """JAX settings every job of the workflow shares.
 
     GPUs: no preallocation of 75 % of device memory (jobs that share a GPU, or a GPU shared with other
     users, would not fit), and one device per job (a cluster's scheduler sets CUDA_VISIBLE_DEVICES;
-    without one, the first device). The persistent compilation cache lives under
-    ``results/.cache/jax`` (reused across invocations); its path is made absolute because JAX keeps
-    one cache per process and jobs may run from another working directory.
+    without one, the first device). The persistent compilation cache lives in :func:`jax_cache_dir`
+    (reused across invocations); its path is made absolute because JAX keeps one cache per process
+    and jobs may run from another working directory. Every program is cached: a tiny run compiles
+    dozens, most well under JAX's default threshold of 1 s.
     """
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
-    cache = (Path(results) / ".cache" / "jax").resolve()
+    cache = jax_cache_dir(results).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(cache))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)

@@ -1,9 +1,11 @@
-"""Shared fixtures: the repository root, a Snakemake driver (Snakemake ≥ 8 Python API) and an
-in-process runner of a study's training jobs."""
+"""Shared fixtures: the repository root, a Snakemake driver (Snakemake ≥ 8 Python API), an
+in-process runner of a study's training jobs, and one persistent JAX compilation cache per session."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,57 @@ settings.register_profile("long", max_examples=int(os.environ.get("NTKPIPE_LONG_
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                  HealthCheck.filter_too_much])  # one example draws many studies
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+JAX_CACHE_ENV = "NTKPIPE_JAX_CACHE"
+"""ntkpipe.workflow.JAX_CACHE_ENV, written out: the xdist controller sets it and imports no ntkpipe."""
+
+
+def pytest_configure(config):
+    """One persistent JAX compilation cache for the session: this process, the xdist workers (they
+    inherit the environment) and the Snakemake jobs, in threads or processes (configure_jax reads
+    $NTKPIPE_JAX_CACHE), so a program compiled once is read back by every later test that compiles
+    it. It lives in pytest's cache (``.pytest_cache/d/ntkpipe-jax``), so a later session reads the
+    programs back instead of compiling them (``--cache-clear`` starts cold); without the cache plugin
+    (``-p no:cacheprovider``) in a temporary directory of the session. A directory set by the caller
+    is used as it is. Set before any compile: JAX decides once per process whether it uses the cache."""
+    if not os.environ.get(JAX_CACHE_ENV):
+        if getattr(config, "cache", None) is not None:
+            os.environ[JAX_CACHE_ENV] = str(config.cache.mkdir("ntkpipe-jax"))
+        else:
+            os.environ[JAX_CACHE_ENV] = config._ntkpipe_jax_cache = tempfile.mkdtemp(prefix="ntkpipe-jax-")
+    if config.pluginmanager.hasplugin("dsession"):  # the xdist controller: it runs no test
+        return
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", os.environ[JAX_CACHE_ENV])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Scheduling over the xdist workers (``--dist loadgroup --no-loadscope-reorder``): the tests of a
+    file that share a module- or class-scoped fixture (a study run once for the file) form one group,
+    run by one worker; every other test is dealt out on its own, so the workers stay busy to the end;
+    and the files with tests that drive Snakemake end to end (the ``workflow`` mark: the longest, some
+    a single test of minutes) are dealt first, so that none of them starts last."""
+    def shares_a_fixture(item) -> bool:
+        definitions = getattr(item, "_fixtureinfo", None)
+        return bool(definitions) and any(d.scope in ("module", "class", "package")
+                                         for defs in definitions.name2fixturedefs.values() for d in defs)
+
+    # the whole file: a test may also reach its file's fixture through request.getfixturevalue
+    grouped = {item.path for item in items if shares_a_fixture(item) or item.get_closest_marker("file_group")}
+    for item in items:
+        if item.path in grouped:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    first = {item.path for item in items if item.get_closest_marker("workflow")}  # whole files: a file's tests stay together
+    items.sort(key=lambda item: item.path not in first)
+
+
+def pytest_unconfigure(config):
+    if made := getattr(config, "_ntkpipe_jax_cache", None):
+        shutil.rmtree(made, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.file_group  # workflow_rules() runs Snakemake once for the file
+
 ROOT = Path(__file__).resolve().parents[1]
 GPU_RULES = {"train", "stage", "final"}
 # Snakemake's own options a profile here may set (all but the executor plugin's, which carry its prefix).

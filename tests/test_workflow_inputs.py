@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ntkpipe.errors import ConfigError
-from ntkpipe.workflow import build_index, check_results_writable, written_directories
+from ntkpipe.workflow import JAX_CACHE_ENV, build_index, check_results_writable, jax_cache_dir, written_directories
+from tests.conftest import JAX_CACHE_ENV as SESSION_CACHE_ENV
 from tests.conftest import run_snakemake
 
 SPEC = """\
@@ -71,6 +72,7 @@ def test_unwritable_results_directories_are_named_before_any_job(tmp_path, monke
     """Checked with os.access (a root user may write anywhere, so it is stubbed: results/runs exists
     and is read-only, results/study/ does not exist yet and would be made under writable results/)."""
     specs_dir(tmp_path, study__yaml=SPEC)
+    monkeypatch.delenv(JAX_CACHE_ENV)  # the suite's shared compilation cache: here the default one
     results = tmp_path / "results"
     index = build_index(tmp_path / "specs", results)
     assert written_directories(index) == {results / "runs", results / "study", results / "logs" / "train",
@@ -83,6 +85,18 @@ def test_unwritable_results_directories_are_named_before_any_job(tmp_path, monke
     with pytest.raises(ConfigError, match=f"results directory: {results / 'runs'} is not writable, and the jobs "
                                           f"write into {results / 'runs'}; make it writable"):
         check_results_writable(index)
+
+
+def test_the_compilation_cache_set_by_the_environment_is_checked_in_place_of_the_results_one(tmp_path, monkeypatch):
+    specs_dir(tmp_path, study__yaml=SPEC)
+    monkeypatch.setenv(JAX_CACHE_ENV, str(tmp_path / "jax"))
+    index = build_index(tmp_path / "specs", tmp_path / "results")
+    assert jax_cache_dir(index.results) == tmp_path / "jax"
+    written = written_directories(index)
+    assert tmp_path / "jax" in written and tmp_path / "results" / ".cache" / "jax" not in written
+    monkeypatch.delenv(JAX_CACHE_ENV)
+    assert jax_cache_dir(index.results) == tmp_path / "results" / ".cache" / "jax"
+    assert SESSION_CACHE_ENV == JAX_CACHE_ENV  # the suite's session cache is the one jobs read
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
