@@ -20,7 +20,7 @@ from ntkpipe.measure.weights import moving_network
 from ntkpipe.models import layer_components, trainable
 from ntkpipe.ntk import empirical_ntk, jacobian_alignment, jacobian_alignments
 from ntkpipe.theory import deep_linear, feature_evolution, final_kernel, relu_components, solvable, two_layer
-from ntkpipe.train.loop import Trajectory
+from ntkpipe.train.driver import Trajectory
 
 
 def t_half(run: RunContext, traj: Trajectory, item) -> dict:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ntkpipe.data.dataset import output_count
-from ntkpipe.lang.schema import KERNEL_KINDS, RunSpec
+from ntkpipe.lang.model_kinds import MODEL_KINDS
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.measure import checkpoint, final
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.options import Option
@@ -76,7 +77,7 @@ class Measurement:
 
     def unmet(self, run: RunSpec) -> str | None:
         """Why ``run`` cannot have this measurement: its model kind and architecture, then its own requirements."""
-        if run.model.kind in KERNEL_KINDS and not self.kernel_models:
+        if MODEL_KINDS[run.model.kind].kernel and not self.kernel_models:
             return (f"reads the network's weights or Jacobian; model.kind {run.model.kind!r} evolves a kernel "
                     "(applies to kinds network, linearized)")
         arch = run.model.architecture
