@@ -36,9 +36,6 @@ class Geometric:
     def checkpoint(self, state, member):
         return self.l0 * self.growth[member] ** state
 
-    def view(self, checkpoint, member, run, index, last):
-        return checkpoint
-
     def can_diverge(self, state, member):
         return self.judged
 

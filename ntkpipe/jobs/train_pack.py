@@ -37,7 +37,7 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
     for members in groups.values():
         pack = [runs[i] for i in members]
         stepper = stepper_factory(pack[0].spec.model.kind, packed=True)(pack)
-        trajectories = drive(stepper, pack[0].spec.train, member_measures(stepper, pack),
+        trajectories = drive(stepper, pack[0].spec.train, member_measures(pack),
                              n_train=len(pack[0].data.y_train), etas=[run.spec.train.optimizer.lr for run in pack],
                              label=_label(jobs[members[0]], len(members)))
         for i, traj in zip(members, trajectories):

@@ -11,14 +11,16 @@ from ntkpipe.errors import ResultError
 from ntkpipe.jobs.describe import describe
 from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
 from ntkpipe.lang.model_kinds import MODEL_KINDS
-from ntkpipe.measure.context import CheckpointView, RunContext
+from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, PackedView, RunContext
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.stages import run_context
 from ntkpipe.store import write_store
 from ntkpipe.study.final_items import FINAL_ITEMS_ATTR, final_items_attr
 from ntkpipe.study.plan import RunJob
-from ntkpipe.train.driver import Stepper, Trajectory, drive, stepper_factory
+from ntkpipe.train.driver import Trajectory, drive, stepper_factory
 from ntkpipe.train.final_state import state_variables
+from ntkpipe.train.kernel_dynamics import KernelOutputs
+from ntkpipe.train.packed import PackCheckpoint
 
 
 def checkpoint_measure(run: RunContext):
@@ -48,17 +50,27 @@ def _reference(run: RunContext, path) -> dict[str, float]:
     return {name: float(store[name].values[-1])}
 
 
-def member_measures(stepper: Stepper, runs: list[RunContext]):
-    """The checkpoint measurement of each member of ``stepper`` (run ``runs[i]``), on its view."""
+def checkpoint_view(checkpoint, member: int, run: RunContext, index: int, last: bool) -> CheckpointView:
+    """What a stepper gives at a checkpoint as measurements read it: member ``member``'s slices of a
+    pack, a kernel model's outputs and Gram, or a network."""
+    if isinstance(checkpoint, PackCheckpoint):
+        return PackedView(checkpoint, member, run, index, last)
+    if isinstance(checkpoint, KernelOutputs):
+        return KernelView(run, index, last, *checkpoint)
+    return ModelView(checkpoint, run, index, last)
+
+
+def member_measures(runs: list[RunContext]):
+    """The checkpoint measurement of each member (run ``runs[i]``) of a stepper, on its view."""
     measures = [checkpoint_measure(run) for run in runs]
-    return [lambda checkpoint, index, last, i=i: measures[i](stepper.view(checkpoint, i, runs[i], index, last))
+    return [lambda checkpoint, index, last, i=i: measures[i](checkpoint_view(checkpoint, i, runs[i], index, last))
             for i in range(len(runs))]
 
 
 def _evolve(job: RunJob, run: RunContext) -> Trajectory:
     """The run's model kind stepped through the driver, with measurements at every checkpoint."""
     stepper = stepper_factory(job.spec.model.kind)(run, _reference(run, job.stage_paths.get("reference")))
-    return drive(stepper, job.spec.train, member_measures(stepper, [run]), n_train=len(run.data.y_train),
+    return drive(stepper, job.spec.train, member_measures([run]), n_train=len(run.data.y_train),
                  etas=[job.spec.train.optimizer.lr], label=job.label or f"run {job.id[:8]}")[0]
 
 

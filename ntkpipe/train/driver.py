@@ -120,11 +120,10 @@ class Stepper(Protocol):
         every step and its parameters are finite (a closed form: whether it stays bounded)."""
 
     def checkpoint(self, state: Any, member: int) -> Any:
-        """What the measurements of ``member`` read at this checkpoint (a network, a pack, outputs)."""
-
-    def view(self, checkpoint: Any, member: int, run, index: int, last: bool):
-        """``checkpoint`` as measurements read it: a :class:`ntkpipe.measure.context.CheckpointView`
-        of ``run`` (member ``member``) at checkpoint ``index``."""
+        """What the measurements of ``member`` read at this checkpoint: a network, a
+        :class:`ntkpipe.train.packed.PackCheckpoint` (every member's) or a kernel model's
+        :class:`ntkpipe.train.kernel_dynamics.KernelOutputs` (the training job views each as
+        measurements read it, :func:`ntkpipe.jobs.train_run.checkpoint_view`)."""
 
     def can_diverge(self, state: Any, member: int) -> bool:
         """Whether divergence applies to ``member`` (False for a model without dynamics, e.g. an

@@ -14,15 +14,21 @@ and the driver (:func:`ntkpipe.train.driver.drive`) judges their divergence as a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
+import equinox as eqx
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from ntkpipe.measure.context import KernelView, ModelView, RunContext
 from ntkpipe.models import learning_rate_scale
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.kernel_stats import kernel_alignment
 from ntkpipe.theory.feature_evolution import fit_feature_rate, ofe_solve
 from ntkpipe.theory.kernel_gd import kernel_gd
+
+if TYPE_CHECKING:
+    from ntkpipe.measure.context import RunContext
 
 
 @dataclass(frozen=True)
@@ -35,11 +41,27 @@ class KernelStart:
     y: np.ndarray
 
 
+class KernelOutputs(NamedTuple):
+    """A kernel model at a checkpoint: outputs on the training points (P, C), on the test points
+    (M, C; None where it evolves the training outputs only) and its training Gram (P·C, P·C)."""
+
+    f_train: np.ndarray
+    f_test: np.ndarray | None
+    gram_train: np.ndarray
+
+
+@eqx.filter_jit
+def _outputs(model, x):
+    return jax.vmap(model)(x)
+
+
 def kernel_start(run: RunContext) -> KernelStart:
-    """K₀ and f₀ of the run's network over train ∪ test (the OFE kinds' network is unscaled)."""
+    """K₀ and f₀ of the run's network over train ∪ test (the OFE kinds' network is unscaled), f₀ in the
+    training dtype as its checkpoint-0 measurements read it."""
     gram = np.asarray(flatten_gram(empirical_ntk(run.model0, run.data.x_all)), np.float64)
-    view = ModelView(run.model0, run)
-    return KernelStart(gram, np.concatenate([view.f_train, view.f_test]), run.data.y_train)
+    dtype = jnp.dtype(run.spec.train.dtype)
+    f0 = [np.asarray(_outputs(run.model0, jnp.asarray(x, dtype)), np.float64) for x in (run.data.x_train, run.data.x_test)]
+    return KernelStart(gram, np.concatenate(f0), run.data.y_train)
 
 
 class ClosedFormStepper:
@@ -60,13 +82,10 @@ class ClosedFormStepper:
     def advance(self, state: int, done: int, target: int) -> tuple[int, np.ndarray]:
         return state + 1, np.array([self.bounded])
 
-    def checkpoint(self, state: int, member: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    def checkpoint(self, state: int, member: int) -> KernelOutputs:
         f_train, f_test, gram = self.checkpoints[state]
         c = self.shape[1]
-        return f_train.reshape(self.shape), None if f_test is None else f_test.reshape(-1, c), gram
-
-    def view(self, checkpoint, member: int, run: RunContext, index: int, last: bool) -> KernelView:
-        return KernelView(run, index, last, *checkpoint)
+        return KernelOutputs(f_train.reshape(self.shape), None if f_test is None else f_test.reshape(-1, c), gram)
 
     def can_diverge(self, state: int, member: int) -> bool:
         return self.defined

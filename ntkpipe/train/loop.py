@@ -9,7 +9,7 @@ this stepper reports a non-finite loss at some step or non-finite parameters at 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import equinox as eqx
 import jax
@@ -17,11 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
-from ntkpipe.measure.context import ModelView, RunContext
 from ntkpipe.models import layer_components, learning_rate_scale, run_keys, trainable
 from ntkpipe.train.driver import Trajectory, drive
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
+
+if TYPE_CHECKING:
+    from ntkpipe.measure.context import RunContext
 
 
 def cast_floats(model: eqx.Module, dtype) -> eqx.Module:
@@ -117,9 +119,6 @@ class NetworkStepper:
     def checkpoint(self, state: NetworkState, member: int) -> eqx.Module:
         return eqx.combine(state.diff, self.static)
 
-    def view(self, model: eqx.Module, member: int, run: RunContext, index: int, last: bool) -> ModelView:
-        return ModelView(model, run, index, last)
-
     def can_diverge(self, state: NetworkState, member: int) -> bool:
         return True
 
@@ -128,7 +127,8 @@ class NetworkStepper:
 
 
 def network_stepper(run: RunContext, reference: dict[str, float]) -> NetworkStepper:
-    """The stepper of a run of kind ``network`` or ``linearized`` (its ``model0`` is the linearization)."""
+    """The stepper of a run (its spec, data and initial network ``model0``; the linearization for
+    ``kind: linearized``)."""
     return NetworkStepper(run.model0, run.data.x_train, run.data.y_train, run.spec.train,
                           key=run_keys(run.spec.seed)[1], lr_scale=learning_rate_scale(run.spec.model))
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import equinox as eqx
 import jax
@@ -27,12 +27,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkpipe.lang.schema import TrainSpec
-from ntkpipe.measure.context import PackedView, RunContext
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.train.driver import Trajectory, drive
 from ntkpipe.train.loop import advance_steps, cast_floats, layer_multipliers
 from ntkpipe.train.optim import update_direction
+
+if TYPE_CHECKING:
+    from ntkpipe.measure.context import RunContext
 
 
 def stack(trees: Sequence):
@@ -202,9 +204,6 @@ class PackedStepper:
 
     def checkpoint(self, state: PackState, member: int) -> PackCheckpoint:
         return state.checkpoint
-
-    def view(self, checkpoint: PackCheckpoint, member: int, run: RunContext, index: int, last: bool) -> PackedView:
-        return PackedView(checkpoint, member, run, index, last)
 
     def can_diverge(self, state: PackState, member: int) -> bool:
         return True
