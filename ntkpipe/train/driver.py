@@ -114,23 +114,28 @@ class Stepper(Protocol):
 
     def init(self, steps: np.ndarray) -> Any:
         """The state at step 0, given the checkpoint steps (the last is the total)."""
+        ...
 
     def advance(self, state: Any, done: int, target: int) -> tuple[Any, np.ndarray]:
         """The state after steps ``done`` … ``target`` − 1, and for each member whether its loss at
         every step and its parameters are finite (a closed form: whether it stays bounded)."""
+        ...
 
     def checkpoint(self, state: Any, member: int) -> Any:
         """What the measurements of ``member`` read at this checkpoint: a network, a
         :class:`ntkpipe.train.packed.PackCheckpoint` (every member's) or a kernel model's
         :class:`ntkpipe.train.kernel_dynamics.KernelOutputs` (the training job views each as
         measurements read it, :func:`ntkpipe.jobs.train_run.checkpoint_view`)."""
+        ...
 
     def can_diverge(self, state: Any, member: int) -> bool:
         """Whether divergence applies to ``member`` (False for a model without dynamics, e.g. an
         ``ofe_fit`` that no γ̂ fits: its checkpoints are NaN)."""
+        ...
 
     def final(self, state: Any, member: int) -> tuple[eqx.Module | None, dict[str, float]]:
         """``member``'s final model (None for a kernel model) and the numbers its dynamics yields."""
+        ...
 
 
 Measure = Callable[[Any, int, bool], dict]

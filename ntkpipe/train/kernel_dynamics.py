@@ -143,7 +143,7 @@ def akgd_stepper(run: RunContext, reference: dict[str, float]) -> ClosedFormStep
     """``akgd``: K₀ rescaled to the norm of the trained network's final NTK (``reference['kernel_norm']``)."""
     start = kernel_start(run)
     n = start.y.size
-    scale = reference["kernel_norm"] / np.linalg.norm(start.gram[:n, :n])
+    scale = float(reference["kernel_norm"] / np.linalg.norm(start.gram[:n, :n]))
     return ClosedFormStepper(kgd_states(start, _kgd_rate(run), scale), start.y)
 
 
