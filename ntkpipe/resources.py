@@ -20,7 +20,8 @@ import jax
 
 from ntkpipe.data import input_shape, output_count
 from ntkpipe.errors import ConfigError
-from ntkpipe.lang.schema import KERNEL_KINDS, RunSpec
+from ntkpipe.lang.model_kinds import MODEL_KINDS
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models import build_model
 
 MIB = 2**20
@@ -60,7 +61,7 @@ def optimizer_copies(run: RunSpec) -> int:
 def state_bytes(run: RunSpec) -> int:
     """The parameters and the optimizer's state, in the training dtype (a linearization also keeps its
     origin θ₀, a copy of the parameters)."""
-    copies = 1 + optimizer_copies(run) + (run.model.kind == "linearized")
+    copies = 1 + optimizer_copies(run) + MODEL_KINDS[run.model.kind].linearized
     return copies * parameter_count(run) * jax.numpy.dtype(run.train.dtype).itemsize
 
 
@@ -82,7 +83,7 @@ def gram_points(run: RunSpec) -> int:
     over train ∪ test for a kernel kind (it evolves the initial Gram)."""
     from ntkpipe.measure.registry import REGISTRY
 
-    kernel = run.data.n_train + run.data.n_test if run.model.kind in KERNEL_KINDS else 0
+    kernel = run.data.n_train + run.data.n_test if MODEL_KINDS[run.model.kind].kernel else 0
     return max([kernel] + [REGISTRY[m.name].gram_points(m.options, run) for m in run.measure if m.name in REGISTRY])
 
 

@@ -123,7 +123,7 @@ def run_study_jobs(text: str, directory: Path):
     without Snakemake (the network runs that kernel kinds read first). Returns the plan and the run
     stores by sweep point (a tuple of the point's values)."""
     from ntkpipe import train_run
-    from ntkpipe.lang.schema import REFERENCE_KINDS
+    from ntkpipe.lang.model_kinds import MODEL_KINDS
     from ntkpipe.store import read_store
     from ntkpipe.study.load import load_study
     from ntkpipe.study.plan import plan_study
@@ -131,6 +131,6 @@ def run_study_jobs(text: str, directory: Path):
     path = directory / "study.yaml"
     path.write_text(text)
     plan = plan_study(load_study(path), directory / "results")
-    for job in plan.support_runs + sorted(plan.runs, key=lambda j: j.spec.model.kind in REFERENCE_KINDS):
+    for job in plan.support_runs + sorted(plan.runs, key=lambda j: MODEL_KINDS[j.spec.model.kind].reference is not None):
         train_run(job, job.path)
     return plan, {tuple(point.values()): read_store(job.path).load() for job, point in zip(plan.runs, plan.study.points)}

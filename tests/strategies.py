@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from ntkpipe.data.dataset import output_count
 from ntkpipe.data.sources import SOURCES as SOURCE_RECORDS
 from ntkpipe.errors import SpecError
-from ntkpipe.lang import schema
+from ntkpipe.lang import model_kinds, schema
 from ntkpipe.lang.axes import AXES, models_in
 from ntkpipe.lang.paths import get_path, set_path
 from ntkpipe.measure.registry import REGISTRY, Measurement
@@ -242,7 +242,7 @@ def _model(draw, data: dict) -> dict:
 
 
 def _train(draw, model: dict, data: dict) -> dict:
-    kernel = model["kind"] in schema.KERNEL_KINDS
+    kernel = model_kinds.MODEL_KINDS[model["kind"]].kernel
     name = "gd" if kernel else draw(st.sampled_from(OPTIMIZERS))
     optimizer = {"name": name, "lr": draw(st.sampled_from([0.01, 0.05, 0.1]))}
     if name == "sgd" and draw(st.booleans()):
@@ -593,7 +593,8 @@ def _sections(draw, name: str, data_dirs: dict[str, str]) -> tuple[dict[str, Any
     spec["stages"] = _stages(draw, spec)
     if not spec["stages"]:
         del spec["stages"]
-    must = {schema.REFERENCE_KINDS[model["kind"]]} if model["kind"] in schema.REFERENCE_KINDS else set()
+    reference = model_kinds.MODEL_KINDS[model["kind"]].reference
+    must = {reference} if reference else set()
     spec["measure"] = ["loss", *sorted(must)]
     return spec, must
 

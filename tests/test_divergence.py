@@ -22,7 +22,7 @@ from ntkpipe.plots.sweep import plot_sweep
 from ntkpipe.plots.time_series import plot_time_series
 from ntkpipe.study.load import load_study
 from ntkpipe.train import train
-from ntkpipe.train.loop import EXPLOSION_FACTOR, blew_up, exploded
+from ntkpipe.train.driver import EXPLOSION_FACTOR, blew_up, exploded
 from ntkpipe.train.packed import train_packed
 from tests.conftest import run_snakemake
 

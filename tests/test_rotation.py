@@ -19,7 +19,7 @@ from ntkpipe.measure.rotation import energy_concentration, parameter_distances
 from ntkpipe.models import CNN, MLP, ConvLayer, Linearized, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.eigen import top_eigenpairs
-from ntkpipe.train.loop import Trajectory
+from ntkpipe.train.driver import Trajectory
 
 RNG = np.random.default_rng(1)
 

@@ -27,7 +27,8 @@ from ntkpipe.measure.specialization import (
 from ntkpipe.models import CNN, MLP, ConvLayer, Linearized, trainable
 from ntkpipe.ntk import component_grams, empirical_ntk
 from ntkpipe.theory.relu_components import component_rates
-from ntkpipe.train.loop import Trajectory, train
+from ntkpipe.train.driver import Trajectory
+from ntkpipe.train.loop import train
 
 RNG = np.random.default_rng(7)
 

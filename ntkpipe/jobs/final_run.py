@@ -13,7 +13,7 @@ from pathlib import Path
 from ntkpipe.errors import ResultError
 from ntkpipe.jobs.describe import describe
 from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
-from ntkpipe.lang.schema import KERNEL_KINDS
+from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.stages import run_context
 from ntkpipe.store import read_store, write_store
 from ntkpipe.study.plan import FinalJob
@@ -25,7 +25,7 @@ def final_run(job: FinalJob, out: str | Path) -> Path:
     tic = time.perf_counter()
     spec = job.run.spec
     store = read_store(job.run.path, expect_id=job.run.id).load()
-    if PARAMS not in store and spec.model.kind not in KERNEL_KINDS:
+    if PARAMS not in store and not MODEL_KINDS[spec.model.kind].kernel:
         raise ResultError(f"{job.run.path}: holds no final parameters ({PARAMS}), so final measurements cannot be "
                           "added to it; delete it and rerun (its training job computes them)")
     run = run_context(spec, job.run.stage_paths)

@@ -15,7 +15,7 @@ import xarray as xr
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.measure.context import RunContext
 from ntkpipe.measure.registry import REGISTRY, VARIABLES, Measurement
-from ntkpipe.train.loop import Trajectory
+from ntkpipe.train.driver import Trajectory
 
 
 def checkpoint_variables(spec: RunSpec) -> set[str]:

@@ -7,18 +7,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ntkpipe.jobs.train_run import checkpoint_measure, write_run_store
-from ntkpipe.measure.context import PackedView
-from ntkpipe.models import learning_rate_scale, run_keys
+from ntkpipe.jobs.train_run import member_measures, write_run_store
 from ntkpipe.stages import run_context
 from ntkpipe.study.plan import RunJob
-from ntkpipe.train.packed import structure_key, train_packed
-
-
-def _measure(run):
-    """The run's checkpoint measurement of a pack member: its slices of the pack's quantities."""
-    measure = checkpoint_measure(run)
-    return lambda checkpoint, member, index, last: measure(PackedView(checkpoint, member, run, index, last))
+from ntkpipe.train.driver import drive, stepper_factory
+from ntkpipe.train.packed import structure_key
 
 
 def _label(job: RunJob, size: int) -> str:
@@ -42,14 +35,11 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
     written = [None] * len(jobs)
     setup = (time.perf_counter() - tic) / len(jobs)
     for members in groups.values():
-        trajectories = train_packed(
-            [runs[i].model0 for i in members], [runs[i].data.x_train for i in members],
-            [runs[i].data.y_train for i in members], [runs[i].data.x_test for i in members],
-            jobs[members[0]].spec.train,
-            keys=[run_keys(jobs[i].spec.seed)[1] for i in members],
-            etas=[jobs[i].spec.train.optimizer.lr for i in members],
-            lr_scales=[learning_rate_scale(jobs[i].spec.model) for i in members],
-            measures=[_measure(runs[i]) for i in members], label=_label(jobs[members[0]], len(members)))
+        pack = [runs[i] for i in members]
+        stepper = stepper_factory(pack[0].spec.model.kind, packed=True)(pack)
+        trajectories = drive(stepper, pack[0].spec.train, member_measures(pack),
+                             n_train=len(pack[0].data.y_train), etas=[run.spec.train.optimizer.lr for run in pack],
+                             label=_label(jobs[members[0]], len(members)))
         for i, traj in zip(members, trajectories):
             start = time.perf_counter() - setup - traj.seconds["train"] - traj.seconds["measure"]
             written[i] = write_run_store(jobs[i], runs[i], traj, outs[i], start)

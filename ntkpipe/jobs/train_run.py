@@ -10,18 +10,17 @@ import numpy as np
 from ntkpipe.errors import ResultError
 from ntkpipe.jobs.describe import describe
 from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
-from ntkpipe.lang.schema import KERNEL_KINDS, REFERENCE_KINDS
-from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, RunContext
+from ntkpipe.lang.model_kinds import MODEL_KINDS
+from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, PackedView, RunContext
 from ntkpipe.measure.registry import REGISTRY
-from ntkpipe.models import learning_rate_scale, run_keys
-from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.stages import run_context
 from ntkpipe.store import write_store
 from ntkpipe.study.final_items import FINAL_ITEMS_ATTR, final_items_attr
 from ntkpipe.study.plan import RunJob
+from ntkpipe.train.driver import Trajectory, drive, stepper_factory
 from ntkpipe.train.final_state import state_variables
-from ntkpipe.train.kernel_dynamics import KernelStart, evolve_kernel
-from ntkpipe.train.loop import Trajectory, train
+from ntkpipe.train.kernel_dynamics import KernelOutputs
+from ntkpipe.train.packed import PackCheckpoint
 
 
 def checkpoint_measure(run: RunContext):
@@ -38,20 +37,12 @@ def checkpoint_measure(run: RunContext):
     return measure
 
 
-def _kernel_start(run: RunContext) -> KernelStart:
-    """K₀ and f₀ of the run's network over train ∪ test (the OFE kinds' network is unscaled)."""
-    x_all = run.data.x_all
-    gram = np.asarray(flatten_gram(empirical_ntk(run.model0, x_all)), np.float64)
-    view = ModelView(run.model0, run)
-    return KernelStart(gram, np.concatenate([view.f_train, view.f_test]), run.data.y_train)
-
-
 def _reference(run: RunContext, path) -> dict[str, float]:
-    """The final value of what a kernel kind reads from its trained network's run store."""
+    """The final value of what the run's model kind reads from its trained network's run store."""
     kind = run.spec.model.kind
-    if kind not in REFERENCE_KINDS:
+    name = MODEL_KINDS[kind].reference
+    if name is None:
         return {}
-    name = REFERENCE_KINDS[kind]
     store = run.stages["reference"]
     if int(store["diverged"]) or not np.isfinite(store[name].values[-1]):
         raise ResultError(f"{path}: the network run that model.kind {kind!r} reads diverged, so it has no final "
@@ -59,19 +50,28 @@ def _reference(run: RunContext, path) -> dict[str, float]:
     return {name: float(store[name].values[-1])}
 
 
+def checkpoint_view(checkpoint, member: int, run: RunContext, index: int, last: bool) -> CheckpointView:
+    """What a stepper gives at a checkpoint as measurements read it: member ``member``'s slices of a
+    pack, a kernel model's outputs and Gram, or a network."""
+    if isinstance(checkpoint, PackCheckpoint):
+        return PackedView(checkpoint, member, run, index, last)
+    if isinstance(checkpoint, KernelOutputs):
+        return KernelView(run, index, last, *checkpoint)
+    return ModelView(checkpoint, run, index, last)
+
+
+def member_measures(runs: list[RunContext]):
+    """The checkpoint measurement of each member (run ``runs[i]``) of a stepper, on its view."""
+    measures = [checkpoint_measure(run) for run in runs]
+    return [lambda checkpoint, index, last, i=i: measures[i](checkpoint_view(checkpoint, i, runs[i], index, last))
+            for i in range(len(runs))]
+
+
 def _evolve(job: RunJob, run: RunContext) -> Trajectory:
-    """The network trained, or the kernel kind evolved, with measurements at every checkpoint."""
-    spec, measure, label = job.spec, checkpoint_measure(run), job.label or f"run {job.id[:8]}"
-    if spec.model.kind in KERNEL_KINDS:
-        return evolve_kernel(spec.model.kind, _kernel_start(run), spec.train, gamma=spec.model.gamma,
-                             lr_scale=learning_rate_scale(spec.model),
-                             reference=_reference(run, job.stage_paths.get("reference")),
-                             measure=lambda i, last, f_tr, f_te, gram: measure(KernelView(run, i, last, f_tr, f_te, gram)),
-                             label=label)
-    _, batch_key = run_keys(spec.seed)
-    return train(run.model0, run.data.x_train, run.data.y_train, spec.train, key=batch_key,
-                 measure=lambda model, i, last: measure(ModelView(model, run, i, last)), label=label,
-                 lr_scale=learning_rate_scale(spec.model))
+    """The run's model kind stepped through the driver, with measurements at every checkpoint."""
+    stepper = stepper_factory(job.spec.model.kind)(run, _reference(run, job.stage_paths.get("reference")))
+    return drive(stepper, job.spec.train, member_measures([run]), n_train=len(run.data.y_train),
+                 etas=[job.spec.train.optimizer.lr], label=job.label or f"run {job.id[:8]}")[0]
 
 
 def train_run(job: RunJob, out: str | Path) -> Path:

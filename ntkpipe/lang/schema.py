@@ -17,6 +17,7 @@ from pydantic.fields import FieldInfo
 
 from ntkpipe.data.sources import SOURCES
 from ntkpipe.lang.base import CrossKeyError, Ints, Strict, axis
+from ntkpipe.lang.model_kinds import MODEL_KINDS, kinds_with
 
 
 class LabelsSpec(Strict):
@@ -137,32 +138,16 @@ class OriginSpec(Strict):
     epochs: int = axis("pretrain_epochs", ge=0)
 
 
-MODEL_KINDS = ("network", "linearized", "kgd", "akgd", "ofe", "ofe_fit")
-KERNEL_KINDS = ("kgd", "akgd", "ofe", "ofe_fit")
-"""Model kinds that evolve a kernel instead of training weights (kernel-alignment Figs. 1–2)."""
-REFERENCE_KINDS = {"akgd": "kernel_norm", "ofe_fit": "alignment"}
-"""Kinds that read the trained network of their run (``kind: network``), and the measurement of it they read."""
-
-
 class ModelBase(Strict):
-    """Fields every architecture has. ``kind`` says what is trained:
-
-    - ``network``; ``linearized``: f(θ₀) + ∇f(θ₀)·(θ − θ₀) (with an ``origin``: the unbiased
-      (θ − θ_k)ᵀ∇f_{θ_k}(x) around a pretrained θ_k);
-    - ``kgd``: kernel gradient descent with the network's initial NTK K₀ frozen, f_{k+1} = f_k − (η/P)K₀(f_k − y)
-      from the network's initial outputs (kernel-alignment Fig. 1, Eq. 4; = training ``linearized`` with GD);
-    - ``akgd``: the same with K₀ rescaled to the Frobenius norm of the final NTK of this run's ``network``;
-    - ``ofe``: optimal feature evolution (Eq. 6, App. B) Δ̇ = −(η/P)KΔ, K̇ = γ(η/P)(ΔΔᵀK + KΔΔᵀ) from K₀
-      and Δ₀ = −y (f₀ = 0, as in the paper), conserving C = γΔΔᵀ + K, so K∞ = γyyᵀ + K₀ (Eq. 7);
-    - ``ofe_fit``: the OFE with γ̂, the γ at which A(γyyᵀ + K₀, y) equals the final alignment of this
-      run's ``network`` (Fig. 2C–D).
+    """Fields every architecture has. ``kind`` says what is trained: a record of
+    :data:`ntkpipe.lang.model_kinds.MODEL_KINDS` (``network`` by default; each record's ``doc`` states its math).
 
     ``gamma`` is the feature-learning rate γ: a network trains g = f/γ with learning rate η₀γ²
     (Sec. 4.2, App. C; time stays t = η₀·step), the ``ofe`` uses it in Eq. 6 (its K₀ is the NTK of the
     unscaled network, since η₀γ²·K_g = η₀K_f), and ``ofe_fit`` is fitted to the network rescaled by it.
     """
 
-    kind: Literal[MODEL_KINDS] = axis("model_kind", default="network")
+    kind: Literal[tuple(MODEL_KINDS)] = axis("model_kind", default="network")
     activation: Literal["linear", "relu", "tanh", "gelu"] = "relu"
     parameterization: Literal["standard", "ntk"] = "standard"
     sigma: float = Field(1.0, gt=0)
@@ -173,11 +158,11 @@ class ModelBase(Strict):
 
     @model_validator(mode="after")
     def _origin_only_linearized(self):
-        if self.origin is not None and self.kind != "linearized":
-            raise ValueError("'origin' only applies to model.kind 'linearized'")
-        if self.gamma == 0 and self.kind != "ofe":
-            raise ValueError("gamma 0 (a frozen kernel) applies only to model.kind 'ofe'; a network divides its "
-                             "output by γ (use kind 'kgd' for the frozen initial kernel)")
+        if self.origin is not None and not MODEL_KINDS[self.kind].linearized:
+            raise ValueError(f"'origin' only applies to model.kind {kinds_with('linearized')}")
+        if self.gamma == 0 and not MODEL_KINDS[self.kind].frozen_gamma:
+            raise ValueError(f"gamma 0 (a frozen kernel) applies only to model.kind {kinds_with('frozen_gamma')}; a "
+                             "network divides its output by γ (use kind 'kgd' for the frozen initial kernel)")
         return self
 
 
@@ -683,7 +668,7 @@ class RunSpec(Strict):
     @model_validator(mode="after")
     def _kernel_kinds_train_by_gradient_descent(self):
         """Kernel kinds evolve under (kernel) gradient descent on the MSE loss, full batch."""
-        if self.model.kind not in KERNEL_KINDS:
+        if not MODEL_KINDS[self.model.kind].kernel:
             return self
         opt = self.train.optimizer
         wrong = [what for ok, what in [

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ntkpipe.lang.schema import KERNEL_KINDS, RunSpec
+from ntkpipe.lang.model_kinds import MODEL_KINDS
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.measure.options import Option
 
 TIME_UNITS = "gradient-flow time t = η₀·step"
@@ -82,7 +83,7 @@ class Measurement:
 
     def unmet(self, run: RunSpec) -> str | None:
         """Why ``run`` cannot have this measurement: its model kind and architecture, then its own requirements."""
-        if run.model.kind in KERNEL_KINDS and not self.kernel_models:
+        if MODEL_KINDS[run.model.kind].kernel and not self.kernel_models:
             return (f"reads the network's weights or Jacobian; model.kind {run.model.kind!r} evolves a kernel "
                     "(applies to kinds network, linearized)")
         arch = run.model.architecture

@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from ntkpipe.data.dataset import output_count
+from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.schema import RunSpec
-
-OFE_KINDS = ("ofe", "ofe_fit")
 
 
 def needs_test(run: RunSpec) -> str | None:
-    if run.model.kind in OFE_KINDS:
+    if not MODEL_KINDS[run.model.kind].test_outputs:
         return f"needs test predictions; model.kind {run.model.kind!r} (Eq. 6) evolves the training outputs only"
     return None if run.data.n_test > 0 else "needs test points: set data.n_test > 0"
 
 
 def needs_ofe(run: RunSpec) -> str | None:
-    return None if run.model.kind in OFE_KINDS else "applies only with model.kind 'ofe' or 'ofe_fit'"
+    ofe = [name for name, kind in MODEL_KINDS.items() if "ofe_gamma" in kind.finals]
+    return None if run.model.kind in ofe else f"applies only with model.kind {' or '.join(map(repr, ofe))}"
 
 
 def needs_trained_weights(run: RunSpec) -> str | None:
-    return None if run.model.kind in ("network", "linearized") else (
+    return None if not MODEL_KINDS[run.model.kind].kernel else (
         f"reads the trained network; model.kind {run.model.kind!r} evolves a kernel")
 
 

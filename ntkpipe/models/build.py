@@ -13,6 +13,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.schema import CnnSpec, MlpSpec, ModelSpec
 from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
 from ntkpipe.models.init import mirrored, near_parallel
@@ -29,7 +30,7 @@ def run_keys(seed: int) -> tuple[jax.Array, jax.Array]:
 def output_rescaling(spec: ModelSpec) -> float:
     """γ of g = f/γ (kernel-alignment Sec. 4.2): ``model.gamma``, except for the OFE kinds, whose γ is
     that of Eq. 6 and whose K₀ is the NTK of the unscaled network."""
-    return 1.0 if spec.kind in ("ofe", "ofe_fit") else spec.gamma
+    return spec.gamma if MODEL_KINDS[spec.kind].rescaled else 1.0
 
 
 def _common(spec) -> dict:
@@ -76,4 +77,4 @@ def build_model(spec: ModelSpec, input_shape: tuple[int, ...], out_size: int, se
         net = near_parallel(net, input_direction, spec.disturbance, jax.random.fold_in(init_key, 2))
     if getattr(spec, "init", "gaussian") == "mirrored":
         net = mirrored(net)
-    return Linearized(net) if spec.kind == "linearized" else net
+    return Linearized(net) if MODEL_KINDS[spec.kind].linearized else net

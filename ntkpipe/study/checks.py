@@ -14,7 +14,8 @@ from typing import Any
 from ntkpipe.data import output_count
 from ntkpipe.data.file_checks import data_file_problems
 from ntkpipe.lang.axes import suggest
-from ntkpipe.lang.schema import REFERENCE_KINDS, MeasureItem, RunSpec, StudySpec
+from ntkpipe.lang.model_kinds import MODEL_KINDS
+from ntkpipe.lang.schema import MeasureItem, RunSpec, StudySpec
 from ntkpipe.measure.registry import ALWAYS_RECORDED, REGISTRY, Variable
 from ntkpipe.stages import REFERENCES, STAGES
 
@@ -191,10 +192,10 @@ def _reference_problems(spec: StudySpec, runs: list[RunSpec]) -> list[Problem]:
     """A kernel kind that reads its trained network (``akgd``: its final ‖K‖, ``ofe_fit``: its final
     alignment) needs that measurement in ``measure`` (the network run shares the study's list)."""
     names = {m.name for m in measure_items(spec)}
-    kinds = sorted({run.model.kind for run in runs if run.model.kind in REFERENCE_KINDS})
-    return [(("measure",), f"model.kind {kind!r} reads the final {REFERENCE_KINDS[kind]} of its trained network: "
-                           f"add {REFERENCE_KINDS[kind]} to measure")
-            for kind in kinds if REFERENCE_KINDS[kind] not in names]
+    kinds = sorted({run.model.kind for run in runs if MODEL_KINDS[run.model.kind].reference})
+    return [(("measure",), f"model.kind {kind!r} reads the final {MODEL_KINDS[kind].reference} of its trained "
+                           f"network: add {MODEL_KINDS[kind].reference} to measure")
+            for kind in kinds if MODEL_KINDS[kind].reference not in names]
 
 
 def _stage_problems(spec: StudySpec, runs: list[RunSpec], points: list[dict]) -> list[Problem]:

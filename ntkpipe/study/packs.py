@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ntkpipe.lang.identity import canonical_json, content_id
-from ntkpipe.lang.schema import KERNEL_KINDS, RunSpec
+from ntkpipe.lang.model_kinds import MODEL_KINDS
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.study.plan import RunJob
 
 MAX_PACK = 32
@@ -36,7 +37,7 @@ class PackJob:
 
 def pack_key(spec: RunSpec) -> str | None:
     """The spec without its mapped leaves (runs with equal keys pack), or None if it never packs."""
-    if spec.model.kind in KERNEL_KINDS or spec.model.architecture != "mlp":
+    if MODEL_KINDS[spec.model.kind].pack_stepper is None or spec.model.architecture != "mlp":
         return None
     config = spec.model_dump(mode="json")
     config.pop("seed")

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ntkpipe.lang.identity import canonical, content_id
+from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.paths import get_path
-from ntkpipe.lang.schema import REFERENCE_KINDS, MeasureItem, RunSpec
+from ntkpipe.lang.schema import MeasureItem, RunSpec
 from ntkpipe.lang.titles import figure_title
 from ntkpipe.stages import REFERENCES, STAGES, StageJob
 from ntkpipe.study.final_items import is_final, item_config, item_key, run_final_items, stored_final_items
@@ -120,7 +121,7 @@ def plan_study(study: Study, results: str | Path = "results") -> StudyPlan:
     listed = {job.id for job in runs}
     support: dict[str, RunJob] = {}
     for i, job in enumerate(runs):
-        if job.spec.model.kind in REFERENCE_KINDS:
+        if MODEL_KINDS[job.spec.model.kind].reference:
             network = job.spec.model_copy(update={"model": job.spec.model.model_copy(update={"kind": "network"})})
             ref = _plan_run(study, network, results, stages)
             if ref.id not in listed:

@@ -1,5 +1,6 @@
-"""Compiled optax training with checkpointed measurements."""
+"""Training: one driver (:mod:`ntkpipe.train.driver`) stepping each model kind's stepper over checkpoints."""
 
-from ntkpipe.train.loop import Trajectory, checkpoint_steps, total_steps, train
+from ntkpipe.train.driver import Trajectory, checkpoint_steps, total_steps
+from ntkpipe.train.loop import train
 
 __all__ = ["Trajectory", "checkpoint_steps", "total_steps", "train"]

@@ -1,107 +1,35 @@
-"""Compiled training with measurements at checkpoints.
+"""The network stepper: a network (or its linearization) trained by compiled optax steps.
 
 Between two checkpoints, ``_advance`` runs n optimizer steps inside one ``lax.fori_loop`` (n is traced,
 so one compilation serves every segment, every run with the same shapes and every σ or seed).
-Time is gradient-flow time t = η₀ · step. A run is *diverged* when its loss is non-finite at some
-step, or its parameters at a checkpoint, or when its loss at a checkpoint exceeds
-``train.divergence_factor`` times its initial loss (:func:`blew_up`): each stops it there (the
-remaining checkpoints are NaN), however finite it would look later (a ReLU net dead after a blow-up
-settles at the loss of a zero output). It is also diverged when its last measured loss exceeds
-``EXPLOSION_FACTOR`` times its initial loss (:func:`exploded`; finite but exploding: a run too short
-to overflow, down to a single step, whose series stays recorded).
+The driver (:func:`ntkpipe.train.driver.drive`) owns the checkpoints, measurements and divergence;
+this stepper reports a non-finite loss at some step or non-finite parameters at a checkpoint.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ntkpipe.lang.schema import CheckpointSpec, OptimizerSpec, TrainSpec
-from ntkpipe.models import layer_components, trainable
-from ntkpipe.progress import Progress
+from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
+from ntkpipe.models import layer_components, learning_rate_scale, run_keys, trainable
+from ntkpipe.train.driver import Trajectory, drive
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
 
-EXPLOSION_FACTOR = 10.0
-"""A run whose last measured loss exceeds this multiple of its initial loss diverged: it ended an order of
-magnitude worse than it started. No run of the default studies ends above its initial loss (the largest
-final/initial ratio is 0.99, the largest mid-run ratio 1.4), and the runs that blow up pass 10¹⁶ within
-a few checkpoints; a single step with a huge learning rate multiplies the loss by about (η λ_max)²."""
-
-
-def blew_up(initial: float, loss: float, factor: float) -> bool:
-    """Whether a checkpoint's loss stops the run as diverged: non-finite, or L_t > ``factor`` · L_0
-    (``train.divergence_factor``), with L_0 the loss at step 0. Its default 10⁶ lies far above the
-    healthy runs (the default studies' largest mid-run ratio is 1.4, a catapult's a few) and far below
-    the blow-ups (10⁹ and more within a few steps, e.g. of a ReLU net that dies of it)."""
-    return bool(not np.isfinite(loss) or loss > factor * initial)
-
-
-def exploded(initial: float, final: float) -> bool:
-    """Whether a run's finite loss exploded: L_T > ``EXPLOSION_FACTOR`` · L_0, with L_0 the loss at step 0
-    and L_T the loss at its last checkpoint (False when either is NaN)."""
-    return bool(final > EXPLOSION_FACTOR * initial)
-
-
-def steps_per_epoch(n_train: int, batch_size: int | None) -> int:
-    return 1 if batch_size is None else math.ceil(n_train / batch_size)
-
-
-def total_steps(spec: TrainSpec, n_train: int) -> int:
-    """Optimizer steps for ``steps``, ``epochs`` (incl. a last partial batch) or ``max_time`` = η₀ · steps."""
-    if spec.steps is not None:
-        return spec.steps
-    if spec.epochs is not None:
-        return spec.epochs * steps_per_epoch(n_train, spec.batch_size)
-    return math.ceil(spec.max_time / spec.optimizer.lr - 1e-9)
-
-
-def checkpoint_steps(spec: CheckpointSpec, total: int) -> np.ndarray:
-    """Sorted unique steps in [0, total]: 0, the grid of ``spec``, and ``total``."""
-    if spec.spacing == "log":
-        k_max = int(math.floor(spec.per_decade * math.log10(max(total, 1)))) + 1
-        grid = np.round(10.0 ** (np.arange(k_max + 1) / spec.per_decade)).astype(np.int64)
-    else:
-        grid = np.round(np.linspace(0, total, spec.count + 1)).astype(np.int64)
-    grid = grid[grid <= total]
-    return np.unique(np.concatenate([[0], grid, [total]]))
+if TYPE_CHECKING:
+    from ntkpipe.measure.context import RunContext
 
 
 def cast_floats(model: eqx.Module, dtype) -> eqx.Module:
     """``model`` with every floating-point array in ``dtype`` (the training dtype)."""
     return jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, model)
 
-
-@dataclass
-class Trajectory:
-    """What a training run records: checkpoint steps, measured series, divergence and timings."""
-
-    steps: np.ndarray
-    time: np.ndarray
-    epoch: np.ndarray
-    series: dict[str, np.ndarray]
-    diverged: bool
-    model: eqx.Module | None
-    seconds: dict[str, float] = field(default_factory=dict)
-    finals: dict[str, float] = field(default_factory=dict)
-    """Numbers the dynamics itself yields (e.g. the OFE's conservation error), for final measurements."""
-
-
-def stack_records(records: list[dict], n_checkpoints: int) -> dict[str, np.ndarray]:
-    """Per-checkpoint records → series over all ``n_checkpoints`` (NaN after a divergence)."""
-    series = {}
-    for k in records[0] if records else []:
-        series[k] = np.full((n_checkpoints, *np.shape(records[0][k])), np.nan)
-        for i, rec in enumerate(records):
-            series[k][i] = rec[k]
-    return series
 
 
 def layer_multipliers(diff, spec: OptimizerSpec, dtype):
@@ -151,62 +79,64 @@ def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, tota
 _advance = eqx.filter_jit(advance_steps)
 
 
+class NetworkState(NamedTuple):
+    """The trainable parameters and the optimizer's state (a pytree)."""
+
+    diff: eqx.Module
+    opt_state: object
+
+
+class NetworkStepper:
+    """One network ``model`` trained on (``x_train``, ``y_train``) per ``spec`` with batch-order ``key``,
+    at the learning rate η₀·``lr_scale`` (η₀γ² for a network with feature-learning rate γ)."""
+
+    members = 1
+
+    def __init__(self, model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
+                 lr_scale: float = 1.0):
+        dtype = jnp.dtype(spec.dtype)
+        self.x, self.y = jnp.asarray(x_train, dtype), jnp.asarray(y_train, dtype)
+        if spec.batch_size is not None and spec.batch_size > self.x.shape[0]:
+            raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {self.x.shape[0]} training points")
+        self.diff0, self.static = trainable(cast_floats(model, dtype))
+        self.direction = update_direction(spec.optimizer)
+        self.multipliers = layer_multipliers(self.diff0, spec.optimizer, dtype)
+        self.lr = jnp.asarray(spec.optimizer.lr * lr_scale)
+        self.key = key
+        self.options = dict(loss_name=spec.loss, direction=self.direction, schedule=spec.optimizer.schedule,
+                            batch_size=spec.batch_size)
+
+    def init(self, steps: np.ndarray) -> NetworkState:
+        self.total = jnp.asarray(int(steps[-1]))
+        return NetworkState(self.diff0, self.direction.init(self.diff0))
+
+    def advance(self, state: NetworkState, done: int, target: int) -> tuple[NetworkState, np.ndarray]:
+        diff, opt_state, finite = _advance(state.diff, self.static, state.opt_state, jnp.asarray(done),
+                                           jnp.asarray(target - done), self.lr, self.multipliers, self.total,
+                                           self.key, self.x, self.y, **self.options)
+        return NetworkState(diff, opt_state), np.array([bool(finite)])
+
+    def checkpoint(self, state: NetworkState, member: int) -> eqx.Module:
+        return eqx.combine(state.diff, self.static)
+
+    def can_diverge(self, state: NetworkState, member: int) -> bool:
+        return True
+
+    def final(self, state: NetworkState, member: int) -> tuple[eqx.Module, dict[str, float]]:
+        return eqx.combine(state.diff, self.static), {}
+
+
+def network_stepper(run: RunContext, reference: dict[str, float]) -> NetworkStepper:
+    """The stepper of a run (its spec, data and initial network ``model0``; the linearization for
+    ``kind: linearized``)."""
+    return NetworkStepper(run.model0, run.data.x_train, run.data.y_train, run.spec.train,
+                          key=run_keys(run.spec.seed)[1], lr_scale=learning_rate_scale(run.spec.model))
+
+
 def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
           measure: Callable[[eqx.Module, int, bool], dict], label: str = "train", lr_scale: float = 1.0) -> Trajectory:
-    """Train ``model`` per ``spec``, calling ``measure(model, index, last)`` at every checkpoint
-    (``index`` counts checkpoints from 0; ``last`` marks the final one). Steps use the learning rate
-    η₀·``lr_scale`` (η₀γ² for a network with feature-learning rate γ); time stays t = η₀·step.
-
-    ``measure`` returns a dict of floats or arrays (a ``loss`` that :func:`blew_up` stops the run and
-    marks it diverged, as do non-finite parameters or a final loss above ``EXPLOSION_FACTOR`` times the
-    initial; other values may be NaN where a measurement skips a checkpoint); each is stacked over
-    checkpoints into a series, NaN after a stop.
-    """
-    dtype = jnp.dtype(spec.dtype)
-    x = jnp.asarray(x_train, dtype)
-    y = jnp.asarray(y_train, dtype)
-    if spec.batch_size is not None and spec.batch_size > x.shape[0]:
-        raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {x.shape[0]} training points")
-    model = cast_floats(model, dtype)
-    total = total_steps(spec, x.shape[0])
-    ckpts = checkpoint_steps(spec.checkpoints, total)
-    last = len(ckpts) - 1
-    direction = update_direction(spec.optimizer)
-    diff, static = trainable(model)
-    opt_state = direction.init(diff)
-    multipliers = layer_multipliers(diff, spec.optimizer, dtype)
-    options = dict(loss_name=spec.loss, direction=direction, schedule=spec.optimizer.schedule,
-                   batch_size=spec.batch_size)
-    records: list[dict[str, float]] = []
-    diverged = False
-    seconds = {"train": 0.0, "measure": 0.0}
-    progress = Progress(label, total)
-    done = 0
-    for index, target in enumerate(ckpts):
-        if target > done:
-            tic = time.perf_counter()
-            diff, opt_state, finite = _advance(
-                diff, static, opt_state, jnp.asarray(done), jnp.asarray(target - done),
-                jnp.asarray(spec.optimizer.lr * lr_scale), multipliers, jnp.asarray(total), key, x, y, **options)
-            finite = bool(finite)
-            seconds["train"] += time.perf_counter() - tic
-            done = int(target)
-            if not finite:
-                diverged = True
-                break
-        tic = time.perf_counter()
-        with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
-            record = measure(eqx.combine(diff, static), index, index == last)
-        seconds["measure"] += time.perf_counter() - tic
-        records.append(record)
-        if "loss" in record and blew_up(records[0]["loss"], record["loss"], spec.divergence_factor):
-            diverged = True
-            break
-        progress.update(done, loss=record.get("loss"))
-    if records and "loss" in records[0] and not diverged:
-        diverged = exploded(records[0]["loss"], records[-1]["loss"])
-    progress.close(diverged=diverged)
-    series = stack_records(records, len(ckpts))
-    spe = steps_per_epoch(x.shape[0], spec.batch_size)
-    return Trajectory(steps=ckpts, time=ckpts * spec.optimizer.lr, epoch=ckpts / spe, series=series,
-                      diverged=diverged, model=eqx.combine(diff, static), seconds=seconds)
+    """Train ``model`` per ``spec`` (:class:`NetworkStepper` through :func:`ntkpipe.train.driver.drive`),
+    calling ``measure(model, index, last)`` at every checkpoint. Steps use the learning rate
+    η₀·``lr_scale``; time stays t = η₀·step."""
+    stepper = NetworkStepper(model, x_train, y_train, spec, key=key, lr_scale=lr_scale)
+    return drive(stepper, spec, [measure], n_train=stepper.x.shape[0], etas=[spec.optimizer.lr], label=label)[0]

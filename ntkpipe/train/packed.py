@@ -4,23 +4,22 @@ Members share the network's structure (tree and static fields), the data shapes,
 the step and checkpoint schedule; they differ in the mapped leaves: initial parameters (σ, seed),
 learning rate, batch-order key and training data (seed, label index). Between two checkpoints one
 compiled call runs ``advance_steps`` of :mod:`ntkpipe.train.loop` for every member (``lax.map``:
-each member's steps are the unbatched arithmetic of :func:`train`, so the parameters are
+each member's steps are the unbatched arithmetic of the network stepper, so the parameters are
 bit-identical on CPU; a ``vmap`` sums batched matmuls in another order, which Adam near
 interpolation amplifies to percent-level differences of the final parameters), and returns what
 the checkpoint measurements share, for every member (vmapped): outputs f(X_train), f(X_test) and
 the training Gram Θ(X_train, X_train) (:class:`PackCheckpoint`); each member's measurements then
-read their slices (:class:`ntkpipe.measure.context.PackedView`). A member that diverges as a run of
-:func:`ntkpipe.train.loop.train` does (non-finite loss or parameters, a loss above
-``train.divergence_factor`` times its initial) stops (its remaining checkpoints are NaN) while the
-others go on.
+read their slices (:class:`ntkpipe.measure.context.PackedView`). The driver
+(:func:`ntkpipe.train.driver.drive`) stops a member that diverges (its remaining checkpoints are NaN)
+while the others go on.
 ``tests/test_packed.py`` states the tolerance.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import equinox as eqx
 import jax
@@ -28,22 +27,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkpipe.lang.schema import TrainSpec
-from ntkpipe.models import trainable
+from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
-from ntkpipe.progress import Progress
-from ntkpipe.train.loop import (
-    Trajectory,
-    advance_steps,
-    blew_up,
-    cast_floats,
-    checkpoint_steps,
-    exploded,
-    layer_multipliers,
-    stack_records,
-    steps_per_epoch,
-    total_steps,
-)
+from ntkpipe.train.driver import Trajectory, drive
+from ntkpipe.train.loop import advance_steps, cast_floats, layer_multipliers
 from ntkpipe.train.optim import update_direction
+
+if TYPE_CHECKING:
+    from ntkpipe.measure.context import RunContext
 
 
 def stack(trees: Sequence):
@@ -153,89 +144,92 @@ def _chunk(x64: jax.Array, outputs: int) -> int:
     return max(1, GRAM_CHUNK_BYTES // (8 * (x64.shape[1] * outputs) ** 2))
 
 
-def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
-                 x_tests: Sequence[np.ndarray], spec: TrainSpec, *, keys: Sequence, etas: Sequence[float],
-                 lr_scales: Sequence[float], measures: Sequence[Callable[[PackCheckpoint, int, int, bool], dict]],
-                 label: str = "pack") -> list[Trajectory]:
-    """Train members i = 0…k−1 (``models[i]`` on ``xs[i]``, ``ys[i]`` with batch key ``keys[i]``,
-    learning rate η₀ = ``etas[i]`` times ``lr_scales[i]``, time t = η₀·step; test inputs
-    ``x_tests[i]``) for the shared ``spec`` (everything but ``optimizer.lr``; the step count must not
-    depend on η₀), calling ``measures[i](checkpoint, i, index, last)`` at every checkpoint as
-    :func:`ntkpipe.train.loop.train` calls its ``measure``, with ``checkpoint`` a
-    :class:`PackCheckpoint`.
+class PackState(NamedTuple):
+    """Every member's trainable parameters and optimizer state (stacked), the checkpoint the
+    measurements read, and the shared quantities the advancing call computes (None until the first
+    advance: then those the measurements read at checkpoint 0)."""
+
+    diffs: eqx.Module
+    opt_states: object
+    checkpoint: PackCheckpoint
+    names: frozenset | None
+
+
+class PackedStepper:
+    """Members i = 0…k−1: ``models[i]`` trained on ``xs[i]``, ``ys[i]`` with batch key ``keys[i]`` at the
+    learning rate ``etas[i]`` × ``lr_scales[i]``, test inputs ``x_tests[i]``, for the shared ``spec``
+    (everything but ``optimizer.lr``; the step count must not depend on η₀).
 
     After checkpoint 0 (init), a checkpoint is one compiled call for the whole pack: it advances
     every member and returns, for all members, the shared quantities the measurements read at
     checkpoint 0 (f(X_train) for the loss, and e.g. the training Gram); one they read for the
-    first time later is computed then, for all members in one call, as are those of checkpoint 0.
-    Returns one :class:`Trajectory` per member; its ``seconds['train']`` (the compiled calls) and
-    ``seconds['measure']`` (the rest of the measurements) are the pack's divided by k."""
-    dtype = jnp.dtype(spec.dtype)
-    k = len(models)
-    x = jnp.stack([jnp.asarray(a, dtype) for a in xs])
-    y = jnp.stack([jnp.asarray(a, dtype) for a in ys])
-    evals = (x, jnp.stack([jnp.asarray(a, dtype) for a in x_tests]),
-             jnp.stack([jnp.asarray(a, jnp.float64) for a in xs]))
-    if spec.batch_size is not None and spec.batch_size > x.shape[1]:
-        raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {x.shape[1]} training points")
-    parts = [trainable(cast_floats(m, dtype)) for m in models]
-    static = parts[0][1]
-    total = total_steps(spec, x.shape[1])
-    ckpts = checkpoint_steps(spec.checkpoints, total)
-    last = len(ckpts) - 1
-    direction = update_direction(spec.optimizer)
-    diffs = stack([d for d, _ in parts])
-    opt_states = stack([direction.init(d) for d, _ in parts])
-    multipliers = layer_multipliers(parts[0][0], spec.optimizer, dtype)
-    options = dict(loss_name=spec.loss, direction=direction, schedule=spec.optimizer.schedule,
-                   batch_size=spec.batch_size, chunk=_chunk(evals[2], y.shape[2]))
-    lr = jnp.stack([jnp.asarray(eta * scale) for eta, scale in zip(etas, lr_scales)])
-    key = jnp.stack(list(keys))
-    records: list[list[dict]] = [[] for _ in range(k)]
-    running = [True] * k
-    stopped: list = [None] * k  # a stopped member's parameters where it stopped, as train keeps them
-    diverged = [False] * k
-    seconds_train, seconds_measure = 0.0, 0.0
-    names = frozenset()
-    progress = Progress(label, total)
-    done = 0
-    for index, target in enumerate(ckpts):
-        tic = time.perf_counter()
-        finite, computed = np.ones(k, bool), {}
-        if target > done:
-            diffs, opt_states, finite, computed = _advance_pack(
-                diffs, static, opt_states, jnp.asarray(done), jnp.asarray(target - done), lr, multipliers,
-                jnp.asarray(total), key, x, y, evals, names=names, **options)
-            finite = np.asarray(finite)
-        checkpoint = PackCheckpoint(diffs, static, evals, options["chunk"], computed)
-        seconds_train += time.perf_counter() - tic
-        done = int(target)
-        for i in range(k):
-            if running[i] and not finite[i]:
-                running[i], diverged[i] = False, True
-                stopped[i] = unstack(diffs, i)
-        if not any(running):
-            break
-        tic = time.perf_counter()
-        for i in (i for i in range(k) if running[i]):
-            with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
-                record = measures[i](checkpoint, i, index, index == last)
-            records[i].append(record)
-            if "loss" in record and blew_up(records[i][0]["loss"], record["loss"], spec.divergence_factor):
-                running[i], diverged[i] = False, True
-                stopped[i] = unstack(diffs, i)
-        seconds_measure += time.perf_counter() - tic
-        if index == 0:  # what the measurements read at init is computed with the training steps from now on
-            names = frozenset(checkpoint.used)
-        progress.update(done, loss=next((r[-1].get("loss") for r, on in zip(records, running) if on), None))
-    progress.close(diverged=all(diverged))
-    spe = steps_per_epoch(x.shape[1], spec.batch_size)
-    out = []
-    for i in range(k):
-        if records[i] and "loss" in records[i][0] and not diverged[i]:
-            diverged[i] = exploded(records[i][0]["loss"], records[i][-1]["loss"])
-        out.append(Trajectory(steps=ckpts, time=ckpts * etas[i], epoch=ckpts / spe,
-                              series=stack_records(records[i], len(ckpts)), diverged=diverged[i],
-                              model=eqx.combine(unstack(diffs, i) if stopped[i] is None else stopped[i], static),
-                              seconds={"train": seconds_train / k, "measure": seconds_measure / k}))
-    return out
+    first time later is computed then, for all members in one call, as are those of checkpoint 0
+    (:class:`PackCheckpoint`)."""
+
+    def __init__(self, models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
+                 x_tests: Sequence[np.ndarray], spec: TrainSpec, *, keys: Sequence, etas: Sequence[float],
+                 lr_scales: Sequence[float]):
+        dtype = jnp.dtype(spec.dtype)
+        self.members = len(models)
+        self.x = jnp.stack([jnp.asarray(a, dtype) for a in xs])
+        self.y = jnp.stack([jnp.asarray(a, dtype) for a in ys])
+        self.evals = (self.x, jnp.stack([jnp.asarray(a, dtype) for a in x_tests]),
+                      jnp.stack([jnp.asarray(a, jnp.float64) for a in xs]))
+        if spec.batch_size is not None and spec.batch_size > self.x.shape[1]:
+            raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {self.x.shape[1]} training points")
+        parts = [trainable(cast_floats(m, dtype)) for m in models]
+        self.static = parts[0][1]
+        self.direction = update_direction(spec.optimizer)
+        self.diffs0 = stack([d for d, _ in parts])
+        self.opt_states0 = stack([self.direction.init(d) for d, _ in parts])
+        self.multipliers = layer_multipliers(parts[0][0], spec.optimizer, dtype)
+        self.chunk = _chunk(self.evals[2], self.y.shape[2])
+        self.options = dict(loss_name=spec.loss, direction=self.direction, schedule=spec.optimizer.schedule,
+                            batch_size=spec.batch_size, chunk=self.chunk)
+        self.lr = jnp.stack([jnp.asarray(eta * scale) for eta, scale in zip(etas, lr_scales)])
+        self.keys = jnp.stack(list(keys))
+
+    def init(self, steps: np.ndarray) -> PackState:
+        self.total = jnp.asarray(int(steps[-1]))
+        return PackState(self.diffs0, self.opt_states0, PackCheckpoint(self.diffs0, self.static, self.evals, self.chunk, {}),
+                         None)
+
+    def advance(self, state: PackState, done: int, target: int) -> tuple[PackState, np.ndarray]:
+        names = frozenset(state.checkpoint.used) if state.names is None else state.names
+        diffs, opt_states, finite, computed = _advance_pack(
+            state.diffs, self.static, state.opt_states, jnp.asarray(done), jnp.asarray(target - done), self.lr,
+            self.multipliers, self.total, self.keys, self.x, self.y, self.evals, names=names, **self.options)
+        checkpoint = PackCheckpoint(diffs, self.static, self.evals, self.chunk, computed)
+        return PackState(diffs, opt_states, checkpoint, names), np.asarray(finite)
+
+    def checkpoint(self, state: PackState, member: int) -> PackCheckpoint:
+        return state.checkpoint
+
+    def can_diverge(self, state: PackState, member: int) -> bool:
+        return True
+
+    def final(self, state: PackState, member: int) -> tuple[eqx.Module, dict[str, float]]:
+        return eqx.combine(unstack(state.diffs, member), self.static), {}
+
+
+def packed_stepper(runs: Sequence[RunContext]) -> PackedStepper:
+    """The stepper of the runs of one pack (kind ``network`` or ``linearized``, equal :func:`structure_key`)."""
+    return PackedStepper([run.model0 for run in runs], [run.data.x_train for run in runs],
+                         [run.data.y_train for run in runs], [run.data.x_test for run in runs], runs[0].spec.train,
+                         keys=[run_keys(run.spec.seed)[1] for run in runs],
+                         etas=[run.spec.train.optimizer.lr for run in runs],
+                         lr_scales=[learning_rate_scale(run.spec.model) for run in runs])
+
+
+def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
+                 x_tests: Sequence[np.ndarray], spec: TrainSpec, *, keys: Sequence, etas: Sequence[float],
+                 lr_scales: Sequence[float], measures: Sequence[Callable[[PackCheckpoint, int, int, bool], dict]],
+                 label: str = "pack") -> list[Trajectory]:
+    """Train the members of a :class:`PackedStepper` through :func:`ntkpipe.train.driver.drive`, calling
+    ``measures[i](checkpoint, i, index, last)`` at every checkpoint, with ``checkpoint`` a
+    :class:`PackCheckpoint`. Returns one :class:`Trajectory` per member; its ``seconds['train']`` (the
+    compiled calls) and ``seconds['measure']`` (the rest of the measurements) are the pack's divided by k."""
+    stepper = PackedStepper(models, xs, ys, x_tests, spec, keys=keys, etas=etas, lr_scales=lr_scales)
+    member_measures = [lambda checkpoint, index, last, i=i: measures[i](checkpoint, i, index, last)
+                       for i in range(len(models))]
+    return drive(stepper, spec, member_measures, n_train=stepper.x.shape[1], etas=etas, label=label)

@@ -1,0 +1,217 @@
+"""The one training driver: a model kind's stepper advanced from checkpoint to checkpoint, measured at each.
+
+Every model kind (:mod:`ntkpipe.lang.model_kinds`) trains through :func:`drive`; what differs is its
+:class:`Stepper` (a network's optimizer steps, several same-shape networks in one compiled program,
+a kernel model's closed form). The driver owns what is common to all:
+
+- the checkpoint schedule: :func:`total_steps` optimizer steps, checkpoints at :func:`checkpoint_steps`,
+  time t = η₀ · step, epoch = step / steps per epoch;
+- the measurements at every checkpoint (a record per checkpoint, stacked into series);
+- divergence: a run is *diverged* when its loss is non-finite at some step, or its parameters at a
+  checkpoint (the stepper reports it), or when its loss at a checkpoint exceeds
+  ``train.divergence_factor`` times its initial loss (:func:`blew_up`): each stops it there (the
+  remaining checkpoints are NaN), however finite it would look later (a ReLU net dead after a blow-up
+  settles at the loss of a zero output). It is also diverged when its last measured loss exceeds
+  ``EXPLOSION_FACTOR`` times its initial loss (:func:`exploded`; finite but exploding: a run too short
+  to overflow, down to a single step, whose series stays recorded);
+- progress lines (:class:`ntkpipe.progress.Progress`, in steps) and the final state (:class:`Trajectory`).
+
+A stepper advances k ≥ 1 members (runs) together; a member that diverges stops while the others go on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import equinox as eqx
+import numpy as np
+
+from ntkpipe.lang.model_kinds import MODEL_KINDS
+from ntkpipe.lang.schema import CheckpointSpec, TrainSpec
+from ntkpipe.progress import Progress
+
+EXPLOSION_FACTOR = 10.0
+"""A run whose last measured loss exceeds this multiple of its initial loss diverged: it ended an order of
+magnitude worse than it started. No run of the default studies ends above its initial loss (the largest
+final/initial ratio is 0.99, the largest mid-run ratio 1.4), and the runs that blow up pass 10¹⁶ within
+a few checkpoints; a single step with a huge learning rate multiplies the loss by about (η λ_max)²."""
+
+
+def blew_up(initial: float, loss: float, factor: float) -> bool:
+    """Whether a checkpoint's loss stops the run as diverged: non-finite, or L_t > ``factor`` · L_0
+    (``train.divergence_factor``), with L_0 the loss at step 0. Its default 10⁶ lies far above the
+    healthy runs (the default studies' largest mid-run ratio is 1.4, a catapult's a few) and far below
+    the blow-ups (10⁹ and more within a few steps, e.g. of a ReLU net that dies of it)."""
+    return bool(not np.isfinite(loss) or loss > factor * initial)
+
+
+def exploded(initial: float, final: float) -> bool:
+    """Whether a run's finite loss exploded: L_T > ``EXPLOSION_FACTOR`` · L_0, with L_0 the loss at step 0
+    and L_T the loss at its last checkpoint (False when either is NaN)."""
+    return bool(final > EXPLOSION_FACTOR * initial)
+
+
+def steps_per_epoch(n_train: int, batch_size: int | None) -> int:
+    return 1 if batch_size is None else math.ceil(n_train / batch_size)
+
+
+def total_steps(spec: TrainSpec, n_train: int) -> int:
+    """Optimizer steps for ``steps``, ``epochs`` (incl. a last partial batch) or ``max_time`` = η₀ · steps."""
+    if spec.steps is not None:
+        return spec.steps
+    if spec.epochs is not None:
+        return spec.epochs * steps_per_epoch(n_train, spec.batch_size)
+    return math.ceil(spec.max_time / spec.optimizer.lr - 1e-9)
+
+
+def checkpoint_steps(spec: CheckpointSpec, total: int) -> np.ndarray:
+    """Sorted unique steps in [0, total]: 0, the grid of ``spec``, and ``total``."""
+    if spec.spacing == "log":
+        k_max = int(math.floor(spec.per_decade * math.log10(max(total, 1)))) + 1
+        grid = np.round(10.0 ** (np.arange(k_max + 1) / spec.per_decade)).astype(np.int64)
+    else:
+        grid = np.round(np.linspace(0, total, spec.count + 1)).astype(np.int64)
+    grid = grid[grid <= total]
+    return np.unique(np.concatenate([[0], grid, [total]]))
+
+
+@dataclass
+class Trajectory:
+    """What a training run records: checkpoint steps, measured series, divergence and timings."""
+
+    steps: np.ndarray
+    time: np.ndarray
+    epoch: np.ndarray
+    series: dict[str, np.ndarray]
+    diverged: bool
+    model: eqx.Module | None
+    seconds: dict[str, float] = field(default_factory=dict)
+    finals: dict[str, float] = field(default_factory=dict)
+    """Numbers the dynamics itself yields (e.g. the OFE's conservation error), for final measurements."""
+
+
+def stack_records(records: list[dict], n_checkpoints: int) -> dict[str, np.ndarray]:
+    """Per-checkpoint records → series over all ``n_checkpoints`` (NaN after a divergence)."""
+    series = {}
+    for k in records[0] if records else []:
+        series[k] = np.full((n_checkpoints, *np.shape(records[0][k])), np.nan)
+        for i, rec in enumerate(records):
+            series[k][i] = rec[k]
+    return series
+
+
+class Stepper(Protocol):
+    """How one model kind trains k members from checkpoint to checkpoint. Its state is whatever it
+    needs (a pytree of parameters and optimizer state, model state such as BatchNorm statistics,
+    precomputed closed-form states); the driver only passes it back."""
+
+    members: int
+
+    def init(self, steps: np.ndarray) -> Any:
+        """The state at step 0, given the checkpoint steps (the last is the total)."""
+        ...
+
+    def advance(self, state: Any, done: int, target: int) -> tuple[Any, np.ndarray]:
+        """The state after steps ``done`` … ``target`` − 1, and for each member whether its loss at
+        every step and its parameters are finite (a closed form: whether it stays bounded)."""
+        ...
+
+    def checkpoint(self, state: Any, member: int) -> Any:
+        """What the measurements of ``member`` read at this checkpoint: a network, a
+        :class:`ntkpipe.train.packed.PackCheckpoint` (every member's) or a kernel model's
+        :class:`ntkpipe.train.kernel_dynamics.KernelOutputs` (the training job views each as
+        measurements read it, :func:`ntkpipe.jobs.train_run.checkpoint_view`)."""
+        ...
+
+    def can_diverge(self, state: Any, member: int) -> bool:
+        """Whether divergence applies to ``member`` (False for a model without dynamics, e.g. an
+        ``ofe_fit`` that no γ̂ fits: its checkpoints are NaN)."""
+        ...
+
+    def final(self, state: Any, member: int) -> tuple[eqx.Module | None, dict[str, float]]:
+        """``member``'s final model (None for a kernel model) and the numbers its dynamics yields."""
+        ...
+
+
+Measure = Callable[[Any, int, bool], dict]
+"""(checkpoint, index, last) → the measured values (a ``loss`` among them for divergence)."""
+
+
+def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_train: int,
+          etas: Sequence[float], label: str = "train") -> list[Trajectory]:
+    """Train ``stepper``'s members over the checkpoints of ``spec`` (``n_train`` training points),
+    calling ``measures[i](checkpoint, index, last)`` for member i at every checkpoint (``index``
+    counts checkpoints from 0; ``last`` marks the final one). Member i's time is t = ``etas[i]`` · step.
+
+    A measure returns a dict of floats or arrays (a ``loss`` that :func:`blew_up` stops the member and
+    marks it diverged, as do non-finite steps or a final loss above ``EXPLOSION_FACTOR`` times the
+    initial; other values may be NaN where a measurement skips a checkpoint); each is stacked over
+    checkpoints into a series, NaN after a stop. Returns one :class:`Trajectory` per member; its
+    ``seconds`` are the members' shares (1/k) of the stepper's time and of the measurements'.
+    """
+    k = stepper.members
+    total = total_steps(spec, n_train)
+    ckpts = checkpoint_steps(spec.checkpoints, total)
+    last = len(ckpts) - 1
+    tic = time.perf_counter()
+    state = stepper.init(ckpts)
+    seconds_train, seconds_measure = time.perf_counter() - tic, 0.0
+    records: list[list[dict]] = [[] for _ in range(k)]
+    running, diverged = [True] * k, [False] * k
+    ends: list = [None] * k  # a stopped member's final state where it stopped
+
+    def stop(i: int) -> None:
+        running[i], diverged[i] = False, True
+        ends[i] = stepper.final(state, i)
+
+    progress = Progress(label, total)
+    done = 0
+    for index, target in enumerate(ckpts):
+        if target > done:
+            tic = time.perf_counter()
+            state, finite = stepper.advance(state, done, int(target))
+            seconds_train += time.perf_counter() - tic
+            done = int(target)
+            for i in range(k):
+                if running[i] and not finite[i] and stepper.can_diverge(state, i):
+                    stop(i)
+        if not any(running):
+            break
+        tic = time.perf_counter()
+        for i in (i for i in range(k) if running[i]):
+            with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
+                record = measures[i](stepper.checkpoint(state, i), index, index == last)
+            records[i].append(record)
+            if ("loss" in record and stepper.can_diverge(state, i)
+                    and blew_up(records[i][0]["loss"], record["loss"], spec.divergence_factor)):
+                stop(i)
+        seconds_measure += time.perf_counter() - tic
+        if not any(running):
+            break
+        progress.update(done, loss=next((r[-1].get("loss") for r, on in zip(records, running) if on), None))
+    spe = steps_per_epoch(n_train, spec.batch_size)
+    out = []
+    for i in range(k):
+        if records[i] and "loss" in records[i][0] and not diverged[i] and stepper.can_diverge(state, i):
+            diverged[i] = exploded(records[i][0]["loss"], records[i][-1]["loss"])
+        model, finals = ends[i] or stepper.final(state, i)
+        out.append(Trajectory(steps=ckpts, time=ckpts * etas[i], epoch=ckpts / spe,
+                              series=stack_records(records[i], len(ckpts)), diverged=diverged[i], model=model,
+                              seconds={"train": seconds_train / k, "measure": seconds_measure / k}, finals=finals))
+    progress.close(diverged=all(diverged))
+    return out
+
+
+def stepper_factory(kind: str, packed: bool = False) -> Callable[..., Stepper]:
+    """The stepper factory that model kind ``kind``'s record names (its packed one if ``packed``)."""
+    record = MODEL_KINDS[kind]
+    name = record.pack_stepper if packed else record.stepper
+    if name is None:
+        raise ValueError(f"model.kind {kind!r} does not train packed runs")
+    module, _, attr = name.partition(":")
+    return getattr(importlib.import_module(module), attr)
