@@ -18,6 +18,7 @@ from ntkpipe.lang.schema import KERNEL_KINDS, RunSpec
 from ntkpipe.measure import checkpoint, final
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.options import Option
+from ntkpipe.models import ARCHITECTURES
 
 TIME_UNITS = "gradient-flow time t = η₀·step"
 """The unit of ``time`` and of times read off it (t½, …): η₀ is train.optimizer.lr."""
@@ -92,8 +93,8 @@ def _series(name, label, *dims, **attrs):
 
 _PREDICTION_DIMS = ("test_point", "output")
 _KSM_DIMS = ("output", "target")
-MLP_ONLY = ("mlp",)
-WITH_READOUT = ("mlp", "cnn")
+MLP_ONLY = tuple(name for name, record in ARCHITECTURES.items() if record.mlp_weights)
+WITH_READOUT = tuple(name for name, record in ARCHITECTURES.items() if record.readout)
 _EVERY = Option("every", int, 0, "also at every k-th checkpoint (0: init and end only)", 0)
 _SCALAR_OUTPUT = (("output", 1), ("target", 1))
 _GRADIENT_FLOW = ("whitened data (data.gamma 0), no bias, standard parameterization, model.kind network, "

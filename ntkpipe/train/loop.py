@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkpipe.lang.schema import CheckpointSpec, OptimizerSpec, TrainSpec
-from ntkpipe.models import layer_components, trainable
+from ntkpipe.models import forward_batch, layer_components, split_state, trainable
 from ntkpipe.progress import Progress
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
@@ -116,18 +116,21 @@ def layer_multipliers(diff, spec: OptimizerSpec, dtype):
 
 def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, *,
                   loss_name, direction, schedule, batch_size):
-    """n_steps optimizer steps from step0; returns (diff, opt_state, finite): whether the loss of
-    every step and the parameters after the last are finite."""
+    """n_steps optimizer steps from step0; returns (diff, opt_state, finite, state): whether the loss of
+    every step and the parameters after the last are finite, and the network's state (BatchNorm
+    statistics, in ``static``; empty for a stateless network) after the last, each step in train mode
+    (:func:`ntkpipe.models.forward_batch`)."""
     per_example = LOSSES[loss_name]
     n = x.shape[0]
     spe = 1 if batch_size is None else -(-n // batch_size)
+    net_state, static = split_state(static)
 
-    def batch_loss(d, xb, yb, mask):
-        f = jax.vmap(eqx.combine(d, static))(xb)
-        return jnp.sum(mask * per_example(f, yb)) / jnp.sum(mask)
+    def batch_loss(d, s, xb, yb, mask):
+        f, model = forward_batch(eqx.combine(d, s, static), xb, mask)
+        return jnp.sum(mask * per_example(f, yb)) / jnp.sum(mask), split_state(model)[0]
 
     def body(i, carry):
-        d, state, finite = carry
+        d, s, state, finite = carry
         step = step0 + i
         if batch_size is None:
             xb, yb, mask = x, y, jnp.ones((n,), x.dtype)
@@ -138,14 +141,16 @@ def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, tota
             idx = jax.lax.dynamic_slice(perm, (k * batch_size,), (batch_size,))
             xb, yb = x[idx], y[idx]
             mask = ((k * batch_size + jnp.arange(batch_size)) < n).astype(x.dtype)
-        loss, grads = jax.value_and_grad(batch_loss)(d, xb, yb, mask)
+        (loss, s), grads = jax.value_and_grad(batch_loss, has_aux=True)(d, s, xb, yb, mask)
         updates, state = direction.update(grads, state, d)
         eta = learning_rate(schedule, lr, step, total, x.dtype)
         d = jax.tree.map(lambda p, u, m: p - eta * m * u, d, updates, multipliers)
-        return d, state, finite & jnp.isfinite(loss)
+        return d, s, state, finite & jnp.isfinite(loss)
 
-    diff, opt_state, finite = jax.lax.fori_loop(0, n_steps, body, (diff, opt_state, jnp.array(True)))
-    return diff, opt_state, finite & jnp.array([jnp.all(jnp.isfinite(p)) for p in jax.tree.leaves(diff)]).all()
+    diff, net_state, opt_state, finite = jax.lax.fori_loop(0, n_steps, body,
+                                                           (diff, net_state, opt_state, jnp.array(True)))
+    finite = finite & jnp.array([jnp.all(jnp.isfinite(p)) for p in jax.tree.leaves(diff)]).all()
+    return diff, opt_state, finite, net_state
 
 
 _advance = eqx.filter_jit(advance_steps)
@@ -185,9 +190,10 @@ def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: Tra
     for index, target in enumerate(ckpts):
         if target > done:
             tic = time.perf_counter()
-            diff, opt_state, finite = _advance(
+            diff, opt_state, finite, net_state = _advance(
                 diff, static, opt_state, jnp.asarray(done), jnp.asarray(target - done),
                 jnp.asarray(spec.optimizer.lr * lr_scale), multipliers, jnp.asarray(total), key, x, y, **options)
+            static = eqx.combine(net_state, split_state(static)[1])
             finite = bool(finite)
             seconds["train"] += time.perf_counter() - tic
             done = int(target)
