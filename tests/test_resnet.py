@@ -10,11 +10,20 @@ import numpy as np
 import pytest
 
 from ntkpipe.lang.schema import MODEL_SPEC
-from ntkpipe.models import ARCHITECTURES, Linearized, build_model, forward_batch, layer_components, trainable
+from ntkpipe.models import (
+    ARCHITECTURES,
+    Linearized,
+    build_model,
+    forward_batch,
+    layer_components,
+    split_state,
+    trainable,
+)
 from ntkpipe.models.state import BatchStats
 from ntkpipe.ntk import empirical_ntk
 from ntkpipe.ntk.components import component_grams
 from ntkpipe.train import train
+from ntkpipe.train.final_state import PARAMS, restored_model, state_variables
 from tests.conftest import run_study_jobs
 from tests.test_spec import problems
 
@@ -123,6 +132,10 @@ def test_training_updates_batch_statistics_and_lowers_the_loss(options):
     # its running mean is Σ_t m(1−m)^{19−t} mean_t(z) ≈ (1 − 0.9²⁰) · the batch mean (weights move little)
     assert all(np.abs(np.asarray(a.mean) - np.asarray(b.mean)).max() > 1e-4 for a, b in zip(after_stats, before_stats))
     assert all(np.all(np.asarray(a.var) > 0) for a in after_stats)
+    # the run store keeps the statistics with the parameters: the restored network is the trained one
+    (_, params), = [v for k, v in state_variables(trajectory).items() if k == PARAMS]
+    restored = restored_model(net, params, jnp.float32)
+    np.testing.assert_array_equal(np.asarray(jax.vmap(restored)(jnp.asarray(x))), np.asarray(jax.vmap(after)(jnp.asarray(x))))
 
 
 def test_the_batch_statistics_are_those_of_the_real_examples():
@@ -149,8 +162,8 @@ def test_a_linearized_resnet_keeps_its_batch_statistics():
     f, same = forward_batch(lin, x, jnp.ones(3))
     assert same is lin
     np.testing.assert_allclose(np.asarray(f), np.asarray(jax.vmap(lin.origin)(x)), rtol=1e-12)
-    assert not any(isinstance(n, BatchStats) for n in jax.tree.leaves(
-        trainable(lin)[0], is_leaf=lambda n: isinstance(n, BatchStats)))
+    assert jax.tree.leaves(split_state(trainable(lin)[0])[0]) == []  # no statistics among the trained arrays
+    assert len(jax.tree.leaves(split_state(lin)[0])) > 0
 
 
 def test_records_declare_capabilities():

@@ -4,7 +4,7 @@ from ntkpipe.models.architecture import Architecture
 from ntkpipe.models.build import ARCHITECTURES, build_model, learning_rate_scale, run_keys
 from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
 from ntkpipe.models.layers import layer_components
-from ntkpipe.models.linearized import Linearized, trainable
+from ntkpipe.models.linearized import Linearized, stored, trainable
 from ntkpipe.models.mlp import ACTIVATIONS, MLP
 from ntkpipe.models.resnet import ResNet
 from ntkpipe.models.state import BatchStats, forward_batch, split_state
@@ -26,5 +26,6 @@ __all__ = [
     "learning_rate_scale",
     "run_keys",
     "split_state",
+    "stored",
     "trainable",
 ]

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ntkpipe.models.state import state_mask
+from ntkpipe.models.state import split_state, state_mask
 
 
 class Linearized(eqx.Module):
@@ -55,3 +55,14 @@ def trainable(model: eqx.Module) -> tuple[eqx.Module, eqx.Module]:
     if isinstance(model, Linearized):
         spec = eqx.tree_at(lambda m: m.origin, spec, replace_fn=lambda o: jax.tree.map(lambda _: False, o))
     return eqx.partition(model, spec)
+
+
+def stored(model: eqx.Module) -> tuple[eqx.Module, eqx.Module]:
+    """Split ``model`` into ``(what a store keeps, everything else)`` for ``eqx.combine``: the trainable
+    arrays and a network's state (BatchNorm running statistics, which training moves); for a stateless
+    model or a linearization (whose state is its origin's, frozen) the trainable arrays alone."""
+    arrays, rest = trainable(model)
+    if isinstance(model, Linearized):
+        return arrays, rest
+    state, rest = split_state(rest)
+    return eqx.combine(arrays, state), rest
