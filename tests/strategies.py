@@ -215,8 +215,20 @@ def _cnn(draw, shape: tuple[int, ...]) -> dict | None:
     return model
 
 
+def _resnet(draw, architecture: str) -> dict:
+    """A one-or-two-channel residual net (the smallest of each shape), with or without BatchNorm."""
+    norm = draw(st.sampled_from(literal_values(schema.ResnetSpec, "norm")))
+    if architecture == "resnet":
+        return {"architecture": "resnet", "width_multiplier": draw(st.sampled_from([1 / 64, 1 / 32])),
+                "blocks": [1] * draw(st.integers(1, 2)), "norm": norm}
+    return {"architecture": "wide_resnet", "depth": 10, "widen_factor": draw(st.sampled_from([1 / 16, 1 / 8])),
+            "norm": norm}
+
+
 ARCHITECTURE_BUILDERS = {"mlp": lambda draw, shape: _mlp(draw),
-                         "cnn": lambda draw, shape: _cnn(draw, shape) if shape is not None else None}
+                         "cnn": lambda draw, shape: _cnn(draw, shape) if shape is not None else None,
+                         "resnet": lambda draw, shape: _resnet(draw, "resnet") if shape is not None else None,
+                         "wide_resnet": lambda draw, shape: _resnet(draw, "wide_resnet") if shape is not None else None}
 """Architecture → (draw, image shape or None) → its model fields, None where it does not apply (an MLP then)."""
 
 

@@ -12,7 +12,7 @@ import inspect
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
 from ntkpipe.data.sources import SOURCES
@@ -165,6 +165,16 @@ class ModelBase(Strict):
                              "network divides its output by γ (use kind 'kgd' for the frozen initial kernel)")
         return self
 
+    @property
+    def layer_names(self) -> tuple[str, ...]:
+        """The weight layers in forward order, the readout last: the per-layer NTK components, ``layer_lr``
+        and ``layer_variance`` index them (each architecture names its own)."""
+        raise NotImplementedError
+
+    @property
+    def weight_layers(self) -> int:
+        return len(self.layer_names)
+
 
 class MlpSpec(ModelBase):
     """A fully connected network (see :class:`ntkpipe.models.MLP`). ``depth`` counts weight layers:
@@ -201,8 +211,8 @@ class MlpSpec(ModelBase):
         return self
 
     @property
-    def weight_layers(self) -> int:
-        return self.depth
+    def layer_names(self) -> tuple[str, ...]:
+        return (*(f"hidden{ell}" for ell in range(1, self.depth)), "readout")
 
 
 class ConvLayerSpec(Strict):
@@ -228,9 +238,10 @@ class CnnSpec(ModelBase):
     dense: list[int] | None = None
 
     @property
-    def weight_layers(self) -> int:
+    def layer_names(self) -> tuple[str, ...]:
         """conv layers, dense layers and the readout (LeNet-5: 2 + 2 + 1)."""
-        return 5 if self.preset == "lenet5" else len(self.conv) + len(self.dense or []) + 1
+        conv, dense = (2, 2) if self.preset == "lenet5" else (len(self.conv), len(self.dense or []))
+        return (*(f"conv{i}" for i in range(1, conv + 1)), *(f"dense{i}" for i in range(1, dense + 1)), "readout")
 
     @model_validator(mode="after")
     def _preset_or_layers(self):
@@ -241,13 +252,109 @@ class CnnSpec(ModelBase):
         return self
 
 
+def _channels(name: str, base: int, factor: float) -> int:
+    """``base``·``factor`` channels, which must be a whole number (the error names the key and a fix)."""
+    channels = base * factor
+    if channels != round(channels) or channels < 1:
+        raise ValueError(f"{base}·{name} = {channels:g} channels; choose {name} so that {base}·{name} is a whole "
+                         f"number >= 1 (e.g. {1 / base:g}, {4 / base:g}, 1)")
+    return round(channels)
+
+
+class ResnetSpec(ModelBase):
+    """A ResNet-18-shaped network (see :class:`ntkpipe.models.resnet.ResNet`, post-activation basic
+    blocks): a 3×3 stem with 64k channels, then stage s = 0, 1, … of ``blocks[s]`` basic blocks with
+    64k·2^s channels, stride 2 from the second stage on (1×1 projection shortcuts), a global average
+    pool and the readout. ``width_multiplier`` is k (1: ResNet-18's 64, 128, 256, 512 channels;
+    1/16: 4, 8, 16, 32). ``norm: batch`` puts a BatchNorm after every conv; training updates its
+    batch statistics, and kernels and measurements use inference mode (its running statistics)."""
+
+    architecture: Literal["resnet"]
+    width_multiplier: float = Field(1.0, gt=0)
+    blocks: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [2, 2, 2, 2], min_length=1)
+    norm: Literal["none", "batch"] = "none"
+
+    @field_validator("width_multiplier")
+    @classmethod
+    def _whole_channels(cls, k: float) -> float:
+        _channels("width_multiplier", 64, k)
+        return k
+
+    @property
+    def stages(self) -> tuple[tuple[int, int, int], ...]:
+        """(channels, blocks, stride) of every stage."""
+        base = _channels("width_multiplier", 64, self.width_multiplier)
+        return tuple((base * 2**s, n, 1 if s == 0 else 2) for s, n in enumerate(self.blocks))
+
+    @property
+    def layer_names(self) -> tuple[str, ...]:
+        names, channels = ["stem"], self.stages[0][0]
+        for s, (width, n, stride) in enumerate(self.stages, 1):
+            for b in range(1, n + 1):
+                names += [f"stage{s}.block{b}.conv1", f"stage{s}.block{b}.conv2"]
+                if b == 1 and (stride != 1 or channels != width):
+                    names.append(f"stage{s}.block{b}.shortcut")
+                channels = width
+        return (*names, "readout")
+
+
+class WideResnetSpec(ModelBase):
+    """A Wide ResNet WRN-d-k (Zagoruyko & Komodakis 2016) as neural-tangents' ``stax`` example builds it
+    (see :class:`ntkpipe.models.resnet.ResNet`, pre-activation blocks): a 3×3 stem with 16 channels,
+    three groups of n = (d − 4)/6 blocks (the *block size*) with 16k, 32k, 64k channels and strides
+    1, 2, 2, a 3×3 conv shortcut in each group's first block, a global average pool and the readout.
+    ``depth`` is d (6n + 4: 10, 16, 22, 28, …), ``widen_factor`` is k (the kernel-alignment paper's
+    Fig. 2: WRN-16-3, block size 2). ``norm: batch`` puts a BatchNorm before every activation."""
+
+    architecture: Literal["wide_resnet"]
+    depth: int = Field(16, ge=10)
+    widen_factor: float = Field(1.0, gt=0)
+    norm: Literal["none", "batch"] = "none"
+
+    @field_validator("depth")
+    @classmethod
+    def _six_n_plus_four(cls, depth: int) -> int:
+        if (depth - 4) % 6:
+            raise ValueError(f"depth {depth} is not 6n + 4 for a block size n; use {depth - (depth - 4) % 6} "
+                             f"or {depth - (depth - 4) % 6 + 6}")
+        return depth
+
+    @field_validator("widen_factor")
+    @classmethod
+    def _whole_channels(cls, k: float) -> float:
+        _channels("widen_factor", 16, k)
+        return k
+
+    @property
+    def block_size(self) -> int:
+        """n = (d − 4)/6 blocks per group."""
+        return (self.depth - 4) // 6
+
+    @property
+    def stages(self) -> tuple[tuple[int, int, int], ...]:
+        """(channels, blocks, stride) of every group."""
+        base = _channels("widen_factor", 16, self.widen_factor)
+        return tuple((base * 2**g, self.block_size, 1 if g == 0 else 2) for g in range(3))
+
+    @property
+    def layer_names(self) -> tuple[str, ...]:
+        names = ["stem"]
+        for g in range(1, 4):
+            for b in range(1, self.block_size + 1):
+                names += [f"group{g}.block{b}.conv1", f"group{g}.block{b}.conv2"]
+                names += [f"group{g}.block{b}.shortcut"] if b == 1 else []
+        return (*names, "readout")
+
+
 def _architecture(value) -> str:
     """The union tag of a model section; ``mlp`` when ``architecture`` is not given."""
     return value.get("architecture", "mlp") if isinstance(value, dict) else getattr(value, "architecture", "mlp")
 
 
-ARCHITECTURE_SPECS: dict[str, type[ModelBase]] = {"mlp": MlpSpec, "cnn": CnnSpec}
-"""The architectures a study may name; each has a builder in :data:`ntkpipe.models.ARCHITECTURES`."""
+ARCHITECTURE_SPECS: dict[str, type[ModelBase]] = {"mlp": MlpSpec, "cnn": CnnSpec, "resnet": ResnetSpec,
+                                                  "wide_resnet": WideResnetSpec}
+"""The options model of every architecture a study may name; its record (builder, capabilities) is
+:data:`ntkpipe.models.ARCHITECTURES`."""
 
 ModelSpec = Annotated[
     Union[tuple(Annotated[spec, Tag(name)] for name, spec in ARCHITECTURE_SPECS.items())],  # noqa: UP007 (a union built at run time)

@@ -20,12 +20,13 @@ from typing import Literal
 from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.measure.options import Option
+from ntkpipe.models import ARCHITECTURES
 
 TIME_UNITS = "gradient-flow time t = η₀·step"
 """The unit of ``time`` and of times read off it (t½, …): η₀ is train.optimizer.lr."""
 
-MLP_ONLY = ("mlp",)
-WITH_READOUT = ("mlp", "cnn")
+MLP_ONLY = tuple(name for name, record in ARCHITECTURES.items() if record.mlp_weights)
+WITH_READOUT = tuple(name for name, record in ARCHITECTURES.items() if record.readout)
 
 
 @dataclass(frozen=True)

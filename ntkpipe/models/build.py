@@ -1,24 +1,24 @@
 """Instantiate the model a spec describes; the one place where a seed becomes initial weights.
 
-:data:`ARCHITECTURES` maps ``model.architecture`` to the builder of its network; the spec of each
-is its member of ``ntkpipe.lang.schema.ModelSpec``.
+:data:`ARCHITECTURES` maps ``model.architecture`` to its record (options model, builder, capabilities;
+:mod:`ntkpipe.models.architecture`); the options model is its member of ``ntkpipe.lang.schema.ModelSpec``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
-import equinox as eqx
 import jax
 import numpy as np
 
 from ntkpipe.lang.model_kinds import MODEL_KINDS
-from ntkpipe.lang.schema import CnnSpec, MlpSpec, ModelSpec
+from ntkpipe.lang.schema import CnnSpec, MlpSpec, ModelSpec, ResnetSpec, WideResnetSpec
+from ntkpipe.models.architecture import Architecture
 from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
 from ntkpipe.models.init import mirrored, near_parallel
 from ntkpipe.models.linearized import Linearized
 from ntkpipe.models.mlp import MLP
+from ntkpipe.models.resnet import ResNet, Stage
 
 
 def run_keys(seed: int) -> tuple[jax.Array, jax.Array]:
@@ -39,24 +39,34 @@ def _common(spec) -> dict:
                 output_scale=spec.output_scale / output_rescaling(spec), bias=spec.bias)
 
 
-def build_mlp(spec: MlpSpec, input_shape: tuple[int, ...], out_size: int, key) -> MLP:
+def build_mlp(spec: MlpSpec, input_shape: tuple[int, ...], out_size: int, key, **common) -> MLP:
     variances = None if spec.layer_variance is None else tuple(spec.layer_variance)
-    return MLP(math.prod(input_shape), spec.width, spec.depth, out_size, key=key, variances=variances, **_common(spec))
+    return MLP(math.prod(input_shape), spec.width, spec.depth, out_size, key=key, variances=variances, **common)
 
 
-def build_cnn(spec: CnnSpec, input_shape: tuple[int, ...], out_size: int, key) -> CNN:
-    if len(input_shape) != 3:
-        raise ValueError(f"model.architecture 'cnn' needs image inputs (H, W, channels), got shape {input_shape}")
+def build_cnn(spec: CnnSpec, input_shape: tuple[int, ...], out_size: int, key, **common) -> CNN:
     if spec.preset == "lenet5":
         conv, dense = LENET5
     else:
         conv = [ConvLayer(**layer.model_dump()) for layer in spec.conv]
         dense = spec.dense or []
-    return CNN(tuple(input_shape), conv, dense, out_size, key=key, **_common(spec))
+    return CNN(tuple(input_shape), conv, dense, out_size, key=key, **common)
 
 
-ARCHITECTURES: dict[str, Callable[..., eqx.Module]] = {"mlp": build_mlp, "cnn": build_cnn}
-"""``model.architecture`` → builder ``(spec, input_shape, out_size, key) → network``."""
+def build_resnet(spec: ResnetSpec | WideResnetSpec, input_shape: tuple[int, ...], out_size: int, key,
+                 **common) -> ResNet:
+    stem = spec.stages[0][0] if spec.architecture == "resnet" else 16
+    return ResNet(tuple(input_shape), stem, [Stage(*stage) for stage in spec.stages], out_size,
+                  preactivation=spec.architecture == "wide_resnet", norm=spec.norm == "batch", key=key, **common)
+
+
+ARCHITECTURES: dict[str, Architecture] = {record.name: record for record in (
+    Architecture("mlp", MlpSpec, build_mlp, MLP, inputs="vector", mlp_weights=True),
+    Architecture("cnn", CnnSpec, build_cnn, CNN, inputs="image"),
+    Architecture("resnet", ResnetSpec, build_resnet, ResNet, inputs="image", stateful=True),
+    Architecture("wide_resnet", WideResnetSpec, build_resnet, ResNet, inputs="image", stateful=True),
+)}
+"""``model.architecture`` → its record (:class:`~ntkpipe.models.architecture.Architecture`)."""
 
 
 def learning_rate_scale(spec: ModelSpec) -> float:
@@ -70,7 +80,11 @@ def build_model(spec: ModelSpec, input_shape: tuple[int, ...], out_size: int, se
     evolve the NTK of this network). ``input_direction`` is the unit direction n of the training
     inputs that a near-parallel init aligns the readout with."""
     init_key, _ = run_keys(seed)
-    net = ARCHITECTURES[spec.architecture](spec, tuple(input_shape), out_size, init_key)
+    record = ARCHITECTURES[spec.architecture]
+    if record.inputs == "image" and len(input_shape) != 3:
+        raise ValueError(f"model.architecture {spec.architecture!r} needs image inputs (H, W, channels), "
+                         f"got shape {tuple(input_shape)}")
+    net = record.build(spec, tuple(input_shape), out_size, init_key, **_common(spec))
     if getattr(spec, "init", "gaussian") == "near_parallel":
         if input_direction is None:
             raise ValueError("init 'near_parallel' needs the direction of the training inputs")

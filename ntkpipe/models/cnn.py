@@ -75,7 +75,7 @@ LENET5: tuple[tuple[ConvLayer, ...], tuple[int, ...]] = (
 )
 
 
-def _init(
+def init_weight(
     key: PRNGKeyArray,
     shape: tuple[int, ...],
     fan_in: int,
@@ -225,7 +225,7 @@ class CNN(eqx.Module):
         shape = jax.ShapeDtypeStruct(tuple(input_shape), dtype)
         for spec in conv:
             in_channels = shape.shape[-1]
-            w, c = _init(
+            w, c = init_weight(
                 next(keys),
                 (spec.kernel_size, spec.kernel_size, in_channels, spec.channels),
                 spec.kernel_size**2 * in_channels,
@@ -240,7 +240,7 @@ class CNN(eqx.Module):
                 raise ValueError(f"input {tuple(input_shape)} is too small for conv layers {conv}")
         fan_in = math.prod(shape.shape)
         for width in (*dense, out_size):
-            w, c = _init(next(keys), (width, fan_in), fan_in, parameterization, sigma, dtype)
+            w, c = init_weight(next(keys), (width, fan_in), fan_in, parameterization, sigma, dtype)
             layers.append(Dense(w, jnp.zeros((width,), dtype) if bias else None, c))
             fan_in = width
         self.layers = tuple(layers)

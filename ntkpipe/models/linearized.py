@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ntkpipe.models.state import split_state, state_mask
+
 
 class Linearized(eqx.Module):
     """Linearization of ``origin`` (θ₀); ``params`` (θ) starts equal to it."""
@@ -45,9 +47,22 @@ class Linearized(eqx.Module):
 def trainable(model: eqx.Module) -> tuple[eqx.Module, eqx.Module]:
     """Split ``model`` into ``(trainable arrays, everything else)`` for ``eqx.combine``.
 
-    A :class:`Linearized` model trains only ``params``; its ``origin`` θ₀ is frozen.
+    A :class:`Linearized` model trains only ``params``; its ``origin`` θ₀ is frozen. A network's
+    state (:class:`~ntkpipe.models.state.BatchStats`) is not trainable.
     """
-    spec = jax.tree.map(eqx.is_inexact_array, model)
+    spec = jax.tree.map(lambda array, state: array and not state,
+                        jax.tree.map(eqx.is_inexact_array, model), state_mask(model))
     if isinstance(model, Linearized):
         spec = eqx.tree_at(lambda m: m.origin, spec, replace_fn=lambda o: jax.tree.map(lambda _: False, o))
     return eqx.partition(model, spec)
+
+
+def stored(model: eqx.Module) -> tuple[eqx.Module, eqx.Module]:
+    """Split ``model`` into ``(what a store keeps, everything else)`` for ``eqx.combine``: the trainable
+    arrays and a network's state (BatchNorm running statistics, which training moves); for a stateless
+    model or a linearization (whose state is its origin's, frozen) the trainable arrays alone."""
+    arrays, rest = trainable(model)
+    if isinstance(model, Linearized):
+        return arrays, rest
+    state, rest = split_state(rest)
+    return eqx.combine(arrays, state), rest

@@ -21,7 +21,7 @@ from jax.flatten_util import ravel_pytree
 from ntkpipe.data import Dataset, eigenvector_sign_targets, load_dataset, output_count
 from ntkpipe.lang.schema import DataSpec, RunSpec
 from ntkpipe.measure.context import RunContext
-from ntkpipe.models import Linearized, build_model, trainable
+from ntkpipe.models import Linearized, build_model, stored
 from ntkpipe.store import read_store
 
 REFERENCES: dict[str, tuple[str, ...]] = {
@@ -60,8 +60,8 @@ def run_context(spec: RunSpec, stage_paths: dict[str, Path]) -> RunContext:
 
 
 def origin_network(network, pretrain: xr.Dataset, epochs: int):
-    """``network`` with the trainable parameters a pretrain stage stored after ``epochs`` epochs."""
-    arrays, rest = trainable(network)
+    """``network`` with the parameters (and state) a pretrain stage stored after ``epochs`` epochs."""
+    arrays, rest = stored(network)
     flat, unravel = ravel_pytree(arrays)
     theta = pretrain["params"].sel(epoch=epochs).values.astype(np.asarray(flat).dtype)
     return eqx.combine(unravel(theta), rest)

@@ -14,7 +14,7 @@ from ntkpipe.data import output_count
 from ntkpipe.lang.schema import CheckpointSpec, RunSpec
 from ntkpipe.measure.context import ModelView, RunContext
 from ntkpipe.measure.outputs import train_loss
-from ntkpipe.models import build_model, learning_rate_scale, run_keys, trainable
+from ntkpipe.models import build_model, learning_rate_scale, run_keys, stored
 from ntkpipe.stages.inputs import read_stages, run_data
 from ntkpipe.stages.job import StageJob
 from ntkpipe.stages.kind import StageKind
@@ -35,7 +35,7 @@ def pretrain(job: StageJob, out: str | Path) -> Path:
                                                                               count=spec.train.epochs)})
 
     def measure(model, index: int, last: bool) -> dict:
-        theta, _ = ravel_pytree(trainable(model)[0])
+        theta, _ = ravel_pytree(stored(model)[0])
         return {**train_loss(ModelView(model, run), None), "params": np.asarray(theta)}
 
     traj = train(network, data.x_train, data.y_train, every_epoch, key=run_keys(spec.seed)[1], measure=measure,

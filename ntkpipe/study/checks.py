@@ -144,15 +144,16 @@ def _option_fit_problems(m, item: MeasureItem, where: tuple, runs: list[RunSpec]
 def _network_problems(runs: list[RunSpec], points: list[dict]) -> list[Problem]:
     """The architecture takes the data's inputs: a CNN needs images (H, W, channels) large enough for
     its convolutions and pools (an MLP flattens anything); checked by building the network abstractly."""
+    from ntkpipe.models import ARCHITECTURES
     from ntkpipe.resources import input_shape, parameter_count
 
     for run, point in zip(runs, points):
         try:
             parameter_count(run)
         except ValueError as err:
-            shape, source = input_shape(run.data), run.data.source
-            if run.model.architecture == "cnn" and len(shape) != 3:
-                why = (f"a cnn needs image inputs (H, W, channels); data.source {source!r} gives inputs of shape "
+            shape, source, arch = input_shape(run.data), run.data.source, run.model.architecture
+            if ARCHITECTURES[arch].inputs == "image" and len(shape) != 3:
+                why = (f"a {arch} needs image inputs (H, W, channels); data.source {source!r} gives inputs of shape "
                        f"{shape}: use an image source (digits, mnist, cifar10, or nad with a shape [H, W, channels]) "
                        "or model.architecture mlp (it flattens any input)")
             elif run.model.architecture == "cnn":

@@ -1,6 +1,7 @@
 """A run's final state as its store keeps it, and the trajectory rebuilt from that store.
 
-A network run stores its final trainable parameters as one flat vector ``final_params`` over
+A network run stores its final trainable parameters (and its state, BatchNorm running statistics,
+:func:`ntkpipe.models.stored`) as one flat vector ``final_params`` over
 ``parameter`` (in the training dtype, the order of ``ravel_pytree``); a kernel kind, which has no
 parameters, stores the numbers its dynamics yields as ``dynamics_<name>`` (e.g. the OFE's γ). With
 the store's checkpoint series and times this is all a final measurement reads of a trajectory, so a
@@ -15,7 +16,7 @@ import numpy as np
 import xarray as xr
 from jax.flatten_util import ravel_pytree
 
-from ntkpipe.models import trainable
+from ntkpipe.models import stored
 from ntkpipe.train.driver import Trajectory
 from ntkpipe.train.loop import cast_floats
 
@@ -32,14 +33,14 @@ def state_variables(traj: Trajectory) -> dict[str, tuple[tuple[str, ...], np.nda
     """(dims, values) of what a run store keeps of ``traj``'s final state."""
     out = {f"{DYNAMICS_PREFIX}{k}": ((), np.asarray(v, np.float64)) for k, v in traj.finals.items()}
     if traj.model is not None:
-        out[PARAMS] = (("parameter",), np.asarray(ravel_pytree(trainable(traj.model)[0])[0]))
+        out[PARAMS] = (("parameter",), np.asarray(ravel_pytree(stored(traj.model)[0])[0]))
     return out
 
 
 def restored_model(model0: eqx.Module, params: np.ndarray, dtype) -> eqx.Module:
     """The trained model: ``model0`` cast to the training ``dtype`` as training casts it, with the
-    trainable arrays of the flat vector ``params``."""
-    diff, static = trainable(cast_floats(model0, dtype))
+    stored arrays (trainable ones and state) of the flat vector ``params``."""
+    diff, static = stored(cast_floats(model0, dtype))
     _, unravel = ravel_pytree(diff)
     return eqx.combine(unravel(jnp.asarray(params)), static)
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
-from ntkpipe.models import layer_components, learning_rate_scale, run_keys, trainable
+from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
 from ntkpipe.train.driver import Trajectory, drive
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
@@ -44,18 +44,21 @@ def layer_multipliers(diff, spec: OptimizerSpec, dtype):
 
 def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, *,
                   loss_name, direction, schedule, batch_size):
-    """n_steps optimizer steps from step0; returns (diff, opt_state, finite): whether the loss of
-    every step and the parameters after the last are finite."""
+    """n_steps optimizer steps from step0; returns (diff, opt_state, finite, state): whether the loss of
+    every step and the parameters after the last are finite, and the network's state (BatchNorm
+    statistics, in ``static``; empty for a stateless network) after the last, each step in train mode
+    (:func:`ntkpipe.models.forward_batch`)."""
     per_example = LOSSES[loss_name]
     n = x.shape[0]
     spe = 1 if batch_size is None else -(-n // batch_size)
+    net_state, static = split_state(static)
 
-    def batch_loss(d, xb, yb, mask):
-        f = jax.vmap(eqx.combine(d, static))(xb)
-        return jnp.sum(mask * per_example(f, yb)) / jnp.sum(mask)
+    def batch_loss(d, s, xb, yb, mask):
+        f, model = forward_batch(eqx.combine(d, s, static), xb, mask)
+        return jnp.sum(mask * per_example(f, yb)) / jnp.sum(mask), split_state(model)[0]
 
     def body(i, carry):
-        d, state, finite = carry
+        d, s, state, finite = carry
         step = step0 + i
         if batch_size is None:
             xb, yb, mask = x, y, jnp.ones((n,), x.dtype)
@@ -66,24 +69,28 @@ def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, tota
             idx = jax.lax.dynamic_slice(perm, (k * batch_size,), (batch_size,))
             xb, yb = x[idx], y[idx]
             mask = ((k * batch_size + jnp.arange(batch_size)) < n).astype(x.dtype)
-        loss, grads = jax.value_and_grad(batch_loss)(d, xb, yb, mask)
+        (loss, s), grads = jax.value_and_grad(batch_loss, has_aux=True)(d, s, xb, yb, mask)
         updates, state = direction.update(grads, state, d)
         eta = learning_rate(schedule, lr, step, total, x.dtype)
         d = jax.tree.map(lambda p, u, m: p - eta * m * u, d, updates, multipliers)
-        return d, state, finite & jnp.isfinite(loss)
+        return d, s, state, finite & jnp.isfinite(loss)
 
-    diff, opt_state, finite = jax.lax.fori_loop(0, n_steps, body, (diff, opt_state, jnp.array(True)))
-    return diff, opt_state, finite & jnp.array([jnp.all(jnp.isfinite(p)) for p in jax.tree.leaves(diff)]).all()
+    diff, net_state, opt_state, finite = jax.lax.fori_loop(0, n_steps, body,
+                                                           (diff, net_state, opt_state, jnp.array(True)))
+    finite = finite & jnp.array([jnp.all(jnp.isfinite(p)) for p in jax.tree.leaves(diff)]).all()
+    return diff, opt_state, finite, net_state
 
 
 _advance = eqx.filter_jit(advance_steps)
 
 
 class NetworkState(NamedTuple):
-    """The trainable parameters and the optimizer's state (a pytree)."""
+    """The trainable parameters, the optimizer's state (a pytree) and the rest of the network
+    (``static``: its BatchNorm statistics, which train-mode steps update, and its fixed leaves)."""
 
     diff: eqx.Module
     opt_state: object
+    static: eqx.Module
 
 
 class NetworkStepper:
@@ -98,7 +105,7 @@ class NetworkStepper:
         self.x, self.y = jnp.asarray(x_train, dtype), jnp.asarray(y_train, dtype)
         if spec.batch_size is not None and spec.batch_size > self.x.shape[0]:
             raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {self.x.shape[0]} training points")
-        self.diff0, self.static = trainable(cast_floats(model, dtype))
+        self.diff0, self.static0 = trainable(cast_floats(model, dtype))
         self.direction = update_direction(spec.optimizer)
         self.multipliers = layer_multipliers(self.diff0, spec.optimizer, dtype)
         self.lr = jnp.asarray(spec.optimizer.lr * lr_scale)
@@ -108,22 +115,23 @@ class NetworkStepper:
 
     def init(self, steps: np.ndarray) -> NetworkState:
         self.total = jnp.asarray(int(steps[-1]))
-        return NetworkState(self.diff0, self.direction.init(self.diff0))
+        return NetworkState(self.diff0, self.direction.init(self.diff0), self.static0)
 
     def advance(self, state: NetworkState, done: int, target: int) -> tuple[NetworkState, np.ndarray]:
-        diff, opt_state, finite = _advance(state.diff, self.static, state.opt_state, jnp.asarray(done),
-                                           jnp.asarray(target - done), self.lr, self.multipliers, self.total,
-                                           self.key, self.x, self.y, **self.options)
-        return NetworkState(diff, opt_state), np.array([bool(finite)])
+        diff, opt_state, finite, net_state = _advance(state.diff, state.static, state.opt_state, jnp.asarray(done),
+                                                      jnp.asarray(target - done), self.lr, self.multipliers,
+                                                      self.total, self.key, self.x, self.y, **self.options)
+        static = eqx.combine(net_state, split_state(state.static)[1])
+        return NetworkState(diff, opt_state, static), np.array([bool(finite)])
 
     def checkpoint(self, state: NetworkState, member: int) -> eqx.Module:
-        return eqx.combine(state.diff, self.static)
+        return eqx.combine(state.diff, state.static)
 
     def can_diverge(self, state: NetworkState, member: int) -> bool:
         return True
 
     def final(self, state: NetworkState, member: int) -> tuple[eqx.Module, dict[str, float]]:
-        return eqx.combine(state.diff, self.static), {}
+        return eqx.combine(state.diff, state.static), {}
 
 
 def network_stepper(run: RunContext, reference: dict[str, float]) -> NetworkStepper:

@@ -85,7 +85,7 @@ def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, t
     """``advance_steps`` for each member in turn, then the quantities ``names`` of the advanced
     members, in one compiled call; returns stacked (diff, opt_state, finite, quantities)."""
     def one(diff, opt_state, lr, key, x, y):
-        return advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, **options)
+        return advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, **options)[:3]
 
     diffs, opt_states, finite = jax.lax.map(lambda member: one(*member), (diffs, opt_states, lrs, keys, xs, ys))
     return diffs, opt_states, finite, _pack_quantities(diffs, static, evals, names, chunk)
