@@ -112,7 +112,7 @@ def test_overlaps_match_simulated_two_layer_net(zero_r0):
         w, a = _weights(model)[0], _weights(model)[1][0]
         wb = w @ beta
         model = _with_weights(model, [w, (a - (a @ wb) / (wb @ wb) * wb)[None]])
-    q0, r0 = two_layer.initial_overlaps(model, beta)
+    q0, r0 = two_layer.teacher_overlaps(model, beta)
     if r0 < 0:  # the same init with the teacher flipped: r(t) > 0 throughout, so relative errors are defined
         beta, r0 = -beta, -r0
     assert abs(r0) < 1e-12 * q0 if zero_r0 else r0 > 0.05 * q0

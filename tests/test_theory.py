@@ -103,7 +103,7 @@ def test_aligned_initial_gain_at_depth_two_is_the_growing_mode():
 
     model = MLP(9, 6, 2, activation="linear", sigma=0.1, dtype=jnp.float64, key=jax.random.key(3))
     beta = _unit(np.random.default_rng(3).standard_normal(9))
-    q0, r0 = two_layer.initial_overlaps(model, beta)
+    q0, r0 = two_layer.teacher_overlaps(model, beta)
     assert deep_linear.aligned_initial_gain(model.weights, beta) == pytest.approx((q0 + r0) / 2.0, rel=1e-12)
 
 

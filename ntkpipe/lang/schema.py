@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Union
 import pydantic
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
 
+from ntkpipe.activations import Activation
+
 
 class Strict(BaseModel):
     """Unknown keys are errors, numbers are finite (`.inf`, `1e400` and `.nan` are rejected) and types
@@ -200,6 +202,7 @@ class OriginSpec(Strict):
 
 MODEL_KINDS = ("network", "linearized", "kgd", "akgd", "ofe", "ofe_fit")
 KERNEL_KINDS = ("kgd", "akgd", "ofe", "ofe_fit")
+OFE_KINDS = ("ofe", "ofe_fit")
 """Model kinds that evolve a kernel instead of training weights (kernel-alignment Figs. 1–2)."""
 REFERENCE_KINDS = {"akgd": "kernel_norm", "ofe_fit": "alignment"}
 """Kinds that read the trained network of their run (``kind: network``), and the measurement of it they read."""
@@ -224,7 +227,7 @@ class ModelBase(Strict):
     """
 
     kind: Literal[MODEL_KINDS] = axis("model_kind", default="network")
-    activation: Literal["linear", "relu", "tanh", "gelu"] = "relu"
+    activation: Activation = "relu"
     parameterization: Literal["standard", "ntk"] = "standard"
     sigma: float = Field(1.0, gt=0)
     output_scale: float = Field(1.0, gt=0)

@@ -11,6 +11,7 @@ from ntkpipe.measure.specialization import target_projections, trace_per_point, 
 from ntkpipe.measure.weights import first_layer_alignment, moving_network
 from ntkpipe.ntk import component_grams
 from ntkpipe.ntk.kernel_stats import kernel_alignment, kernel_norm
+from ntkpipe.theory import two_layer
 from ntkpipe.theory.final_kernel import mode_strengths
 from ntkpipe.train.losses import LOSSES
 
@@ -56,10 +57,8 @@ def readout_norm_sq(view: ModelView, item) -> dict:
 
 def teacher_overlaps(view: ModelView, item) -> dict:
     """q = ½(|a|² + βᵀWᵀWβ) and r = aᵀWβ of a two-layer net (silent-alignment App. C.1, Eq. 33)."""
-    net = moving_network(view.model)
-    w, a = np.asarray(net.weights[0], np.float64), np.asarray(net.weights[1], np.float64)[0]
-    wb = w @ view.run.teacher[0]
-    return {"q": 0.5 * (a @ a + wb @ wb), "r": float(a @ wb)}
+    q, r = two_layer.teacher_overlaps(moving_network(view.model), view.run.teacher[0])
+    return {"q": q, "r": r}
 
 
 def mode_strength(view: ModelView, item) -> dict:

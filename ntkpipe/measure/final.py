@@ -45,7 +45,7 @@ def _initial_gain(run: RunContext) -> float:
     (``deep_linear.aligned_initial_gain``, which equals (q₀ + r₀)/2 at L = 2)."""
     net = moving_network(run.model0)
     if run.spec.model.depth == 2:
-        q0, r0 = two_layer.initial_overlaps(net, run.teacher[0])
+        q0, r0 = two_layer.teacher_overlaps(net, run.teacher[0])
         return (q0 + r0) / 2.0
     return deep_linear.aligned_initial_gain(net.weights, run.teacher[0])
 
@@ -93,7 +93,7 @@ def overlaps_theory(run: RunContext, traj: Trajectory, item) -> dict:
     plays c₀ (App. C.5) — and the largest deviation of the simulation from each, relative to the
     curve's maximum."""
     beta, s = run.teacher
-    q0, r0 = two_layer.initial_overlaps(moving_network(run.model0), beta)
+    q0, r0 = two_layer.teacher_overlaps(moving_network(run.model0), beta)
     q, r = two_layer.overlaps(traj.time, q0, s, r0)
     u_sq = deep_linear.two_layer_gain(traj.time, (q0 + r0) / 2.0, s)
     out = {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq}

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from ntkpipe.data.dataset import output_count
-from ntkpipe.lang.schema import RunSpec
-
-OFE_KINDS = ("ofe", "ofe_fit")
+from ntkpipe.lang.schema import OFE_KINDS, RunSpec
 
 
 def needs_test(run: RunSpec) -> str | None:

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkpipe.models import MLP, Linearized
+from ntkpipe.ntk.kernel_stats import kernel_alignment
 
 
 def moving_network(model) -> MLP:
@@ -19,6 +20,4 @@ def first_layer_alignment(model, beta: np.ndarray) -> float:
     Reaches 1 when the first layer has become rank one along the teacher direction β.
     """
     w = moving_network(model).weights[0].astype(jnp.float64)
-    gram = w.T @ w
-    b = jnp.asarray(beta, jnp.float64)
-    return float(b @ gram @ b / (jnp.linalg.norm(gram) * (b @ b)))
+    return kernel_alignment(w.T @ w, beta, xp=jnp)

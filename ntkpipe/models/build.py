@@ -13,7 +13,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ntkpipe.lang.schema import CnnSpec, MlpSpec, ModelSpec
+from ntkpipe.lang.schema import OFE_KINDS, CnnSpec, MlpSpec, ModelSpec
 from ntkpipe.models.cnn import CNN, LENET5, ConvLayer
 from ntkpipe.models.init import mirrored, near_parallel
 from ntkpipe.models.linearized import Linearized
@@ -29,7 +29,7 @@ def run_keys(seed: int) -> tuple[jax.Array, jax.Array]:
 def output_rescaling(spec: ModelSpec) -> float:
     """γ of g = f/γ (kernel-alignment Sec. 4.2): ``model.gamma``, except for the OFE kinds, whose γ is
     that of Eq. 6 and whose K₀ is the NTK of the unscaled network."""
-    return 1.0 if spec.kind in ("ofe", "ofe_fit") else spec.gamma
+    return 1.0 if spec.kind in OFE_KINDS else spec.gamma
 
 
 def _common(spec) -> dict:

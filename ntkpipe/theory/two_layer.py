@@ -46,8 +46,9 @@ def overlaps(t, q0: float, s: float, r0: float = 0.0) -> tuple[np.ndarray, np.nd
     return q / saturation, r / saturation
 
 
-def initial_overlaps(model: MLP, beta) -> tuple[float, float]:
-    """(q₀, r₀) = (½[|a|² + βᵀWᵀWβ], aᵀWβ) of a depth-2, single-output ``MLP`` (a = W₂[0], W = W₁)."""
+def teacher_overlaps(model: MLP, beta) -> tuple[float, float]:
+    """(q, r) = (½[|a|² + βᵀWᵀWβ], aᵀWβ) of a depth-2, single-output ``MLP`` (a = W₂[0], W = W₁)
+    and the teacher direction β (silent-alignment App. C.1, Eq. 33); at init, (q₀, r₀)."""
     if model.depth != 2 or model.weights[1].shape[0] != 1:
         raise ValueError(f"need a two-layer single-output network, got depth {model.depth} "
                          f"with {model.weights[-1].shape[0]} outputs")

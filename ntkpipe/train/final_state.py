@@ -16,7 +16,8 @@ import xarray as xr
 from jax.flatten_util import ravel_pytree
 
 from ntkpipe.models import trainable
-from ntkpipe.train.loop import Trajectory, cast_floats
+from ntkpipe.ntk.precision import cast_floats
+from ntkpipe.train.loop import Trajectory
 
 PARAMS = "final_params"
 DYNAMICS_PREFIX = "dynamics_"

@@ -25,6 +25,7 @@ import numpy as np
 
 from ntkpipe.lang.schema import CheckpointSpec, OptimizerSpec, TrainSpec
 from ntkpipe.models import layer_components, trainable
+from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.progress import Progress
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
@@ -72,11 +73,6 @@ def checkpoint_steps(spec: CheckpointSpec, total: int) -> np.ndarray:
         grid = np.round(np.linspace(0, total, spec.count + 1)).astype(np.int64)
     grid = grid[grid <= total]
     return np.unique(np.concatenate([[0], grid, [total]]))
-
-
-def cast_floats(model: eqx.Module, dtype) -> eqx.Module:
-    """``model`` with every floating-point array in ``dtype`` (the training dtype)."""
-    return jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, model)
 
 
 @dataclass

@@ -30,12 +30,12 @@ import numpy as np
 from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
+from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.progress import Progress
 from ntkpipe.train.loop import (
     Trajectory,
     advance_steps,
     blew_up,
-    cast_floats,
     checkpoint_steps,
     exploded,
     layer_multipliers,
