@@ -78,3 +78,20 @@ def test_float64_library_without_x64_enabled():
         print(jax.config.jax_enable_x64)
     """)
     assert out.split("\n")[-2] == "False"  # the setting is back off after each call
+
+
+def test_a_job_sets_its_process_not_the_snakefile(tmp_path):
+    """Parsing the Snakefile (``configure_jax``) selects no device; a job (``logged``) enables x64 and
+    takes the first device unless its scheduler chose one."""
+    out = run_python(f"""
+        import os
+        import jax
+        from ntkpipe.jobs import logged
+        from ntkpipe.workflow import configure_jax
+        configure_jax({str(tmp_path / "results")!r})
+        print(jax.config.jax_enable_x64, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        dtype = logged({str(tmp_path / "job.log")!r}, lambda out: jax.numpy.zeros(1, "float64").dtype, "out")
+        print(jax.config.jax_enable_x64, os.environ.get("CUDA_VISIBLE_DEVICES"), dtype)
+    """)
+    assert out.split("\n")[-3:-1] == ["False None", "True 0 float64"]
+    assert "<lambda> -> out: done" in (tmp_path / "job.log").read_text()
