@@ -127,3 +127,15 @@ def sub_grid(ds: xr.Dataset, where: dict | None = None) -> xr.Dataset:
     if "run_id" in ds and ds["run_id"].dtype == object:
         ds["run_id"] = ds["run_id"].fillna("").astype(str)
     return ds
+
+
+def final_value(var: xr.DataArray) -> xr.DataArray:
+    """The last finite value along ``time`` (for series), else the variable itself."""
+    if "time" not in var.dims:
+        return var
+    var = var.transpose(..., "time")
+    values = var.values
+    finite = np.isfinite(values)
+    last = values.shape[-1] - 1 - np.argmax(finite[..., ::-1], axis=-1)
+    picked = np.take_along_axis(values, last[..., None], axis=-1)[..., 0]
+    return var.isel(time=-1, drop=True).copy(data=np.where(finite.any(-1), picked, np.nan))

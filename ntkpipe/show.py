@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ntkpipe.plots.style import final_value
+from ntkpipe.layout import final_value
 
 BARS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 24

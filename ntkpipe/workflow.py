@@ -202,17 +202,14 @@ def jax_cache_dir(results: str | Path) -> Path:
 
 
 def configure_jax(results: str | Path) -> None:
-    """JAX settings every job of the workflow shares.
+    """The JAX compilation cache every job of the workflow shares (a job's own settings, precision
+    and device, are made where it starts: :func:`ntkpipe.jobs.log.start_job`).
 
-    GPUs: no preallocation of 75 % of device memory (jobs that share a GPU, or a GPU shared with other
-    users, would not fit), and one device per job (a cluster's scheduler sets CUDA_VISIBLE_DEVICES;
-    without one, the first device). The persistent compilation cache lives in :func:`jax_cache_dir`
-    (reused across invocations); its path is made absolute because JAX keeps one cache per process
-    and jobs may run from another working directory. Every program is cached: a tiny run compiles
-    dozens, most well under JAX's default threshold of 1 s.
+    The persistent compilation cache lives in :func:`jax_cache_dir` (reused across invocations); its
+    path is made absolute because JAX keeps one cache per process and jobs may run from another working
+    directory. Every program is cached: a tiny run compiles dozens, most well under JAX's default
+    threshold of 1 s.
     """
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
     cache = jax_cache_dir(results).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(cache))

@@ -8,10 +8,15 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import jax
 import pytest
 from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The suite runs as a workflow job does (ntkpipe.jobs.log.start_job): JAX's 64-bit types on, so tests
+# build float64 inputs and compare in float64. The library without them: tests/test_imports.py.
+jax.config.update("jax_enable_x64", True)
 
 # Hypothesis profiles: ``ci`` (the default) is reproducible -- derandomized, no example database --
 # and small; ``long`` is random and large: HYPOTHESIS_PROFILE=long python -m pytest tests/test_generated_*.py

@@ -24,10 +24,9 @@ import xarray as xr
 from ntkpipe.jobs.describe import describe, provenance
 from ntkpipe.jobs.residuals import theory_residuals
 from ntkpipe.jobs.run_dataset import run_dataset
-from ntkpipe.layout import RUN, axis_order, is_full_grid, sub_grid
+from ntkpipe.layout import RUN, axis_order, final_value, is_full_grid, sub_grid
 from ntkpipe.measure.fits import FITS
 from ntkpipe.measure.registry import REGISTRY
-from ntkpipe.plots.style import final_value
 from ntkpipe.store import write_store
 from ntkpipe.study.plan import StudyPlan
 from ntkpipe.theory import phases

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 import xarray as xr
 
 from ntkpipe.jobs.residuals import residual_attrs
+from ntkpipe.labels import AXIS_LABELS, axis_label, variable_label
 from ntkpipe.lang.axes import AXES, SWEEPABLE_SECTIONS, models_in
 from ntkpipe.measure.registry import ALWAYS_RECORDED, TIME_UNITS, VARIABLES, variable_attrs
-from ntkpipe.plots.style import AXIS_LABELS, axis_label, variable_label
 from ntkpipe.train.final_state import DYNAMICS_PREFIX, PARAMS
 
 COORDINATES: dict[str, tuple[str, str | None, str]] = {

@@ -1,17 +1,36 @@
-"""A job's Snakemake log file: when it started, what it wrote, and how it ended."""
+"""A job's start: its process's JAX settings, and its Snakemake log file (when it started, what it
+wrote, and how it ended)."""
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from datetime import datetime
 from pathlib import Path
 
+import jax
+
+
+def start_job() -> None:
+    """The settings a job's process runs under, made before its first JAX computation.
+
+    JAX's 64-bit types on for the process: kernels, eigendecompositions, kernel regression and
+    theory run in float64 (the library requests it per call too, :func:`ntkpipe.ntk.precision.with_x64`);
+    training keeps float32 by passing explicit dtypes. GPUs: no preallocation of 75 % of device memory
+    (jobs that share a GPU, or a GPU shared with other users, would not fit), and one device per job
+    (a cluster's scheduler sets CUDA_VISIBLE_DEVICES; without one, the first device).
+    """
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
+    jax.config.update("jax_enable_x64", True)
+
 
 def logged(path: str | Path, job, *args):
     """``job(*args)`` with its start, and its duration or its traceback, in ``path`` (the rule's
     ``log:``; on a cluster the job's terminal is gone, so the log is where a failure is read). The
-    last argument, the job's output path, names it."""
+    last argument, the job's output path, names it. The job runs under :func:`start_job`."""
+    start_job()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     what = f"{job.__name__} -> {args[-1]}"

@@ -1,22 +1,24 @@
-"""The plotting job: one figure of a study dataset, checked for defects as it is saved."""
+"""The plotting job: one figure of a study dataset, checked for defects as it is saved. The plotting
+modules (matplotlib) are imported when a figure is drawn, not with :mod:`ntkpipe.jobs`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from ntkpipe.lang.titles import figure_title
 from ntkpipe.layout import open_dataset
-from ntkpipe.plots import PLOTTERS
-from ntkpipe.plots.checks import figure_defects
-from ntkpipe.plots.style import save
 from ntkpipe.study.plan import StudyPlan
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def draw_figure(plan: StudyPlan, name: str) -> Figure:
     """Figure ``name`` of ``plan`` drawn from its study dataset."""
+    from ntkpipe.plots import PLOTTERS
+
     spec = next(f for f in plan.study.spec.figures if f.name == name)
     ds = open_dataset(plan.dataset_path).load()
     return PLOTTERS[spec.kind](ds, spec, figure_title(plan.study.spec, spec))
@@ -25,6 +27,9 @@ def draw_figure(plan: StudyPlan, name: str) -> Figure:
 def plot_figure(plan: StudyPlan, name: str, out: str | Path) -> Path:
     """Draw figure ``name`` of ``plan`` into ``out`` (PNG); its defects (``plots.checks``) are
     reported on stderr, not raised: a figure with a clipped label is still worth having."""
+    from ntkpipe.plots.checks import figure_defects
+    from ntkpipe.plots.style import save
+
     fig = draw_figure(plan, name)
     path = save(fig, out)
     for defect in figure_defects(fig, drawn=True):  # as saved: no second drawing

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ntkpipe.layout import final_value
 from ntkpipe.measure.registry import VARIABLES, variable_attrs
-from ntkpipe.plots.style import final_value
 
 SUFFIX = "_residual"
 

@@ -11,12 +11,17 @@ from typing import Any
 ID_LENGTH = 16
 
 
+def significant(value: float) -> float:
+    """``value`` rounded to 12 significant digits (``0.1`` and ``10**-1`` are one number)."""
+    return float(f"{float(value):.12g}")
+
+
 def canonical(obj: Any) -> Any:
     """Normalize a JSON-like value: floats to 12 significant digits, tuples to lists."""
     if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
         return obj
     if isinstance(obj, float):
-        return float(f"{obj:.12g}")
+        return significant(obj)
     if isinstance(obj, dict):
         return {str(k): canonical(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -15,6 +15,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
+from ntkpipe.activations import Activation
 from ntkpipe.data.sources import SOURCES
 from ntkpipe.lang.base import CrossKeyError, Ints, Strict, axis
 from ntkpipe.lang.model_kinds import MODEL_KINDS, kinds_with
@@ -148,7 +149,7 @@ class ModelBase(Strict):
     """
 
     kind: Literal[tuple(MODEL_KINDS)] = axis("model_kind", default="network")
-    activation: Literal["linear", "relu", "tanh", "gelu"] = "relu"
+    activation: Activation = "relu"
     parameterization: Literal["standard", "ntk"] = "standard"
     sigma: float = Field(1.0, gt=0)
     output_scale: float = Field(1.0, gt=0)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ntkpipe.lang.axes import AMBIGUOUS, AXES, dimension, suggest
+from ntkpipe.lang.identity import significant
 from ntkpipe.lang.paths import MISSING, get_path
 
 Point = dict[str, Any]
@@ -49,9 +50,10 @@ class SweepError(ValueError):
 
 
 def clean_number(value):
-    """Round floats to 12 significant digits so 0.1 and 10**-1 are one coordinate."""
+    """Round floats to 12 significant digits (:func:`~ntkpipe.lang.identity.significant`) so 0.1 and
+    10**-1 are one coordinate."""
     if isinstance(value, (float, np.floating)):
-        return float(f"{float(value):.12g}")
+        return significant(value)
     if isinstance(value, np.integer):
         return int(value)
     return value

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from ntkpipe.ntk.precision import to_float64, with_x64
+
 
 @dataclass(frozen=True)
 class KernelRegression:
@@ -151,6 +153,7 @@ def prediction_agreement(network: np.ndarray, kernel: np.ndarray) -> tuple[float
     return corr, relerr
 
 
+@with_x64
 def kernel_predictions(
     model_init: Any,
     model_final: Any,
@@ -186,7 +189,6 @@ def kernel_predictions(
 
     from ntkpipe.ntk.dispatch import empirical_ntk
     from ntkpipe.ntk.layout import flatten_gram
-    from ntkpipe.ntk.precision import to_float64
 
     x_train = jnp.asarray(x_train, jnp.float64)
     x_test = jnp.asarray(x_test, jnp.float64)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from ntkpipe.ntk.kernel_stats import kernel_alignment
+
 
 def first_layer_alignment(w1, beta: np.ndarray) -> float:
     """cos(W₁ᵀW₁, ββᵀ) = βᵀW₁ᵀW₁β / (‖W₁ᵀW₁‖_F |β|²) of a first layer W₁ (hidden, inputs), in float64.
@@ -12,9 +14,7 @@ def first_layer_alignment(w1, beta: np.ndarray) -> float:
     Reaches 1 when the first layer has become rank one along the teacher direction β.
     """
     w = jnp.asarray(w1).astype(jnp.float64)
-    gram = w.T @ w
-    b = jnp.asarray(beta, jnp.float64)
-    return float(b @ gram @ b / (jnp.linalg.norm(gram) * (b @ b)))
+    return kernel_alignment(w.T @ w, beta, xp=jnp)
 
 
 def layer_alignment(w: np.ndarray, u: np.ndarray, n: np.ndarray) -> tuple[float, float, float]:

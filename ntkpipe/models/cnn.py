@@ -42,7 +42,8 @@ from jax import lax
 from jax.custom_derivatives import SymbolicZero
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ntkpipe.models.mlp import ACTIVATIONS, Activation, Parameterization
+from ntkpipe.activations import ACTIVATIONS, Activation
+from ntkpipe.models.mlp import Parameterization
 
 Padding = Literal["SAME", "VALID"]
 Pool = Literal["avg", "max"]
@@ -194,7 +195,7 @@ class CNN(eqx.Module):
         layers: the conv layers (:class:`Conv`), the dense hidden layers and the readout
             (:class:`Dense`), in forward order; the NTK's per-layer components follow this index, so
             the readout is the last one (K_V).
-        activation: φ, a key of :data:`~ntkpipe.models.mlp.ACTIVATIONS` (static).
+        activation: φ, a key of :data:`~ntkpipe.activations.ACTIVATIONS` (static).
         output_scale: κ (static).
     """
 

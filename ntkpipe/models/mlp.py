@@ -27,15 +27,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-Activation = Literal["linear", "relu", "tanh", "gelu"]
-Parameterization = Literal["standard", "ntk"]
+from ntkpipe.activations import ACTIVATIONS, Activation
 
-ACTIVATIONS = {
-    "linear": lambda z: z,
-    "relu": jax.nn.relu,
-    "tanh": jnp.tanh,
-    "gelu": lambda z: jax.nn.gelu(z, approximate=False),
-}
+Parameterization = Literal["standard", "ntk"]
 
 
 class MLP(eqx.Module):

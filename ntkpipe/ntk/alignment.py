@@ -9,7 +9,7 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
 from ntkpipe.models import trainable
-from ntkpipe.ntk.precision import to_float64
+from ntkpipe.ntk.precision import to_float64, with_x64
 
 
 @eqx.filter_jit
@@ -26,6 +26,7 @@ def _alignments(arrays, rest, x_blocks: Float[Array, "B b ..."], v_blocks: Float
     return sum(jnp.sum(g.reshape(num_vectors, -1) ** 2, axis=1) for g in jax.tree.leaves(totals))
 
 
+@with_x64
 def jacobian_alignments(
     model: eqx.Module,
     x: Float[ArrayLike, "n D"],
@@ -84,6 +85,7 @@ def jacobian_alignments(
     return _alignments(*trainable(model), x_blocks, v_blocks)
 
 
+@with_x64
 def jacobian_alignment(
     model: eqx.Module,
     x: Float[ArrayLike, "n D"],

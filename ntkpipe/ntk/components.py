@@ -13,8 +13,10 @@ from jaxtyping import ArrayLike, Float
 
 from ntkpipe.models import ARCHITECTURES, Linearized
 from ntkpipe.ntk.dispatch import empirical_ntk
+from ntkpipe.ntk.precision import with_x64
 
 
+@with_x64
 def component_grams(model: eqx.Module, x: Float[ArrayLike, "n ..."]) -> dict[str, np.ndarray]:
     """``{"readout": K_V, "hidden": K_W}``, each (n, n, C, C) float64, with K_V + K_W = ``empirical_ntk(model, x)``.
 

@@ -12,7 +12,7 @@ from ntkpipe.ntk.cost import generic_costs
 from ntkpipe.ntk.jacobian import jacobian_ntk
 from ntkpipe.ntk.mlp_layers import mlp_layers_ntk, structured_mlp
 from ntkpipe.ntk.outputs import Outputs, check_outputs
-from ntkpipe.ntk.precision import cast_floats
+from ntkpipe.ntk.precision import cast_floats, with_x64
 from ntkpipe.ntk.vector_products import vector_products_ntk
 
 
@@ -69,6 +69,7 @@ def choose_implementation(
     return NtkImplementation.JACOBIAN
 
 
+@with_x64
 def empirical_ntk(
     model: eqx.Module,
     x1: Float[ArrayLike, "n1 D"],

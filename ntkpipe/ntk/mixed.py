@@ -34,7 +34,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from ntkpipe.models import trainable
 from ntkpipe.ntk.alignment import jacobian_alignments
 from ntkpipe.ntk.eigen import top_eigenpairs
-from ntkpipe.ntk.precision import to_float64
+from ntkpipe.ntk.precision import to_float64, with_x64
 
 Point = Literal["origin", "gaussian"]
 
@@ -44,6 +44,7 @@ Point = Literal["origin", "gaussian"]
 STEIN_SAMPLES = 2**16
 
 
+@with_x64
 def gaussian_points(key: PRNGKeyArray, samples: int, input_shape: tuple[int, ...]) -> Float[Array, " S *shape"]:
     """x_s ~ N(0, I), shape ``(samples, *input_shape)``, float64: the draws behind ``at="gaussian"``."""
     return jax.random.normal(key, (samples, *input_shape), jnp.float64)
@@ -133,6 +134,7 @@ def _points(at: Point, input_shape: tuple[int, ...], samples: int, key: PRNGKeyA
     return gaussian_points(key, samples, input_shape)
 
 
+@with_x64
 def mixed_gram(
     model: eqx.Module,
     input_shape: tuple[int, ...],
@@ -186,6 +188,7 @@ def mixed_gram(
     return columns.reshape(num_blocks * size, d)[:d]
 
 
+@with_x64
 def neural_anisotropy_directions(
     model: eqx.Module,
     input_shape: tuple[int, ...],
@@ -223,6 +226,7 @@ def neural_anisotropy_directions(
     return sigma_sq, vectors.T.reshape(-1, *input_shape)
 
 
+@with_x64
 def stein_check(
     model: eqx.Module,
     input_shape: tuple[int, ...],

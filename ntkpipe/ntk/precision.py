@@ -1,11 +1,30 @@
-"""Float casting: kernels are computed in double precision (or, when asked, single) whatever the
-training dtype."""
+"""Float precision: kernels, eigendecompositions, kernel regression and theory run in double
+precision whatever the training dtype (float32, passed explicitly).
+
+JAX makes float64 arrays only with its 64-bit types enabled. Importing ntkpipe leaves that setting
+alone; a function that needs float64 is wrapped in :func:`with_x64`, which enables them for the call
+(``jax.enable_x64``, scoped to the call and its thread), so it returns float64 in any session. A job
+of the workflow enables them for its whole process (:func:`ntkpipe.jobs.log.start_job`)."""
 
 from __future__ import annotations
+
+import functools
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+
+
+def with_x64(fn):
+    """``fn`` called with JAX's 64-bit types enabled (so its ``jnp.float64`` arrays are float64),
+    the setting restored on return. Wrap the outside of a jitted function, not its inside."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with jax.enable_x64(True):
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def cast_floats(tree, dtype):
@@ -13,6 +32,7 @@ def cast_floats(tree, dtype):
     return jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, tree)
 
 
+@with_x64
 def to_float64(tree):
     """Return ``tree`` with every floating-point array cast to float64 (other leaves untouched)."""
     return cast_floats(tree, jnp.float64)

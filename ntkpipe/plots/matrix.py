@@ -17,19 +17,10 @@ import numpy as np
 import xarray as xr
 from matplotlib.colors import Normalize
 
-from ntkpipe.layout import axis_values, select, sub_grid
+from ntkpipe.labels import axis_label, variable_label
+from ntkpipe.layout import axis_values, final_value, select, sub_grid
 from ntkpipe.plots.finish import explain_empty, finish_figure
-from ntkpipe.plots.style import (
-    axis_label,
-    diverged_label,
-    final_value,
-    hue_label,
-    is_numeric,
-    new_figure,
-    number,
-    variable_label,
-    without_diverged,
-)
+from ntkpipe.plots.style import diverged_label, hue_label, is_numeric, new_figure, number, without_diverged
 
 CMAP = "viridis"
 

@@ -11,17 +11,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ntkpipe.labels import variable_label
 from ntkpipe.layout import axis_values, select, sub_grid
 from ntkpipe.plots.finish import explain_empty, finish_figure
-from ntkpipe.plots.style import (
-    drawable,
-    hue_colors,
-    hue_label,
-    new_figure,
-    note_diverged,
-    variable_label,
-    without_diverged,
-)
+from ntkpipe.plots.style import drawable, hue_colors, hue_label, new_figure, note_diverged, without_diverged
 
 
 def plot_scatter(ds: xr.Dataset, spec, title: str):

@@ -1,4 +1,4 @@
-"""Shared figure conventions: axis and variable labels, hue colours, selection, diverged runs, saving.
+"""Shared figure conventions: hue labels and colours, numbers in labels, selection, diverged runs, saving.
 
 Figures use matplotlib's object API (no pyplot state), so several plotting jobs may run in
 threads of one Snakemake process. They select with :func:`ntkpipe.layout.select` and draw each
@@ -21,35 +21,8 @@ import xarray as xr
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
+from ntkpipe.labels import AXIS_SYMBOLS
 from ntkpipe.layout import sub_grid
-from ntkpipe.measure.registry import VARIABLES
-
-AXIS_LABELS = {
-    "sigma": "init scale σ", "d": "scale parameter d", "scaling.d": "scale parameter d", "depth": "depth L", "seed": "seed", "gamma": "γ",
-    "data.gamma": "whitening exponent γ", "model.gamma": "feature-learning rate γ",
-    "eigen_index": "eigenfunction index j", "model_kind": "model", "width": "width N", "lr": "learning rate η",
-    "n_train": "training points P", "output_scale": "output scale", "teacher_scale": "teacher scale s",
-    "spectrum_index": "eigenvalue index k", "mode": "mode k", "test_point": "test point",
-    "nad_index": "NAD index j", "eigenfunction": "init eigenfunction index i",
-    "pretrain_epochs": "pretraining epochs k", "checkpoint": "checkpoint", "architecture": "architecture",
-    "lr_ratio": "learning-rate ratio η_u / η_W",
-}
-AXIS_SYMBOLS = {"sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
-                "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k", "nad_index": "j",
-                "pretrain_epochs": "k"}
-TIME_LABEL = "time t = η · step"
-
-
-def variable_label(name: str) -> str:
-    return VARIABLES[name].label if name in VARIABLES else name
-
-
-def axis_label(name: str, ds: xr.Dataset | None = None) -> str:
-    """The label of dimension ``name``; a sweep axis whose short name is ambiguous (``gamma``) is looked
-    up by the axis key the study dataset records in the coordinate's ``axis`` attribute."""
-    if ds is not None and name in ds.coords:
-        name = ds[name].attrs.get("axis", name)
-    return AXIS_LABELS.get(name, name)
 
 
 def hue_label(axis_name: str, value) -> str:
@@ -165,18 +138,6 @@ def note_diverged(ax, ds: xr.Dataset):
     the data, says how many runs were left out), or None when no run of ``ds`` diverged."""
     label = diverged_label(ds)
     return ax.plot([], [], ls="none", label=label)[0] if label else None
-
-
-def final_value(var: xr.DataArray) -> xr.DataArray:
-    """The last finite value along ``time`` (for series), else the variable itself."""
-    if "time" not in var.dims:
-        return var
-    var = var.transpose(..., "time")
-    values = var.values
-    finite = np.isfinite(values)
-    last = values.shape[-1] - 1 - np.argmax(finite[..., ::-1], axis=-1)
-    picked = np.take_along_axis(values, last[..., None], axis=-1)[..., 0]
-    return var.isel(time=-1, drop=True).copy(data=np.where(finite.any(-1), picked, np.nan))
 
 
 DPI = 130

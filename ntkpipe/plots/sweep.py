@@ -14,22 +14,19 @@ import numpy as np
 import xarray as xr
 from matplotlib.ticker import NullFormatter
 
-from ntkpipe.layout import axis_values, select, sub_grid
+from ntkpipe.labels import AXIS_SYMBOLS, axis_label, variable_label
+from ntkpipe.layout import axis_values, final_value, select, sub_grid
 from ntkpipe.measure.fits import FITS
 from ntkpipe.plots.finish import explain_empty, finish_figure
 from ntkpipe.plots.style import (
-    AXIS_SYMBOLS,
-    axis_label,
     darker,
     drawable,
-    final_value,
     hue_colors,
     hue_label,
     is_numeric,
     new_figure,
     note_diverged,
     number,
-    variable_label,
     without_diverged,
 )
 

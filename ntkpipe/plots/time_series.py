@@ -16,20 +16,17 @@ import numpy as np
 import xarray as xr
 from matplotlib.colors import LogNorm, Normalize
 
-from ntkpipe.layout import axis_values, select, sub_grid
+from ntkpipe.labels import TIME_LABEL, axis_label, variable_label
+from ntkpipe.layout import axis_values, final_value, select, sub_grid
 from ntkpipe.plots.finish import explain_empty, figure_legend, finish_figure
 from ntkpipe.plots.style import (
-    TIME_LABEL,
-    axis_label,
     darker,
     diverged_label,
     drawable,
-    final_value,
     hue_colors,
     hue_label,
     is_numeric,
     new_figure,
-    variable_label,
     without_diverged,
 )
 

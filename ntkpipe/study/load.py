@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import copy
 import re
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ntkpipe.errors import SpecError
 from ntkpipe.lang import scaling as scale
@@ -30,7 +29,7 @@ from ntkpipe.lang.sweep import (
     to_dimensions,
 )
 from ntkpipe.lang.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
-from ntkpipe.study import checks
+from ntkpipe.study import checks, messages
 from ntkpipe.study.size import run_count, run_limit, too_many_runs
 
 DEFAULT_VARIANT = "default"
@@ -104,7 +103,7 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, max_runs: int |
     try:
         spec = StudySpec.model_validate(merged)
     except ValidationError as err:
-        problems += [_format_pydantic(e, merged, where) for e in err.errors()]
+        problems += [messages.problem(e, merged, where) for e in err.errors()]
         problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.measure_name_problems(merged.get("measure"))]
         raise SpecError(str(path), _by_line(problems)) from None
 
@@ -290,114 +289,6 @@ def _merge_variant(raw: dict, lines: dict[KeyPath, int], variant: str, problems:
     return merged, where
 
 
-def _data_path(loc: tuple, data: Any) -> KeyPath:
-    """Map a pydantic error location onto the spec's key path, dropping union tags."""
-    path: list = []
-    node = data
-    for elem in loc:
-        if isinstance(node, dict) and elem in node:
-            path.append(elem)
-            node = node[elem]
-        elif isinstance(node, list) and isinstance(elem, int) and elem < len(node):
-            path.append(elem)
-            node = node[elem]
-        elif isinstance(node, dict) and not isinstance(elem, int) and (elem not in node) and elem == loc[-1]:
-            path.append(elem)
-    return tuple(path)
-
-
-def _model_at(loc: tuple) -> type[BaseModel] | None:
-    """The pydantic model whose fields live at ``loc`` (for 'did you mean' suggestions)."""
-    current: Any = StudySpec
-    for elem in loc:
-        current = _step(current, elem)
-        if current is None:
-            return None
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _step(annotation: Any, elem: Any) -> Any:
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _step(typing.get_args(annotation)[0], elem)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        field = annotation.model_fields.get(elem)
-        return field.annotation if field else None
-    if origin in (list,) and isinstance(elem, int):
-        return typing.get_args(annotation)[0]
-    if origin in (dict,) and isinstance(elem, str):
-        return typing.get_args(annotation)[1]
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    for arg in args:  # tagged members (Annotated[Model, Tag(name)]): the tag is a location element
-        if typing.get_origin(arg) is typing.Annotated:
-            model, *metadata = typing.get_args(arg)
-            if any(getattr(m, "tag", None) == elem for m in metadata):
-                return model
-    args = [typing.get_args(a)[0] if typing.get_origin(a) is typing.Annotated else a for a in args]
-    for arg in args:  # unions: a discriminator value (figure kind, stage compute) names one member
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            for tag in ("kind", "compute"):
-                field = arg.model_fields.get(tag)
-                if field is not None and elem in typing.get_args(field.annotation):
-                    return arg
-    models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
-    if len(models) == 1 and elem == models[0].__name__:
-        return models[0]
-    if len(args) == 1:
-        return _step(args[0], elem)
-    return None
-
-
-def _error_locations(error: dict, data: dict) -> list[KeyPath]:
-    """Key paths of a validation error in ``data``: its location, or below it the keys a
-    :class:`CrossKeyError` names (most relevant first)."""
-    at = _data_path(tuple(error["loc"]), data)
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, CrossKeyError):
-        return [at + tuple(key) for key in cause.keys]
-    return [at]
-
-
-def _format_pydantic(error: dict, merged: dict, where) -> str:
-    loc = tuple(error["loc"])
-    key_path = _error_locations(error, merged)[0]
-    if error["type"] == "extra_forbidden":
-        model = _model_at(loc[:-1])
-        allowed = sorted(model.model_fields) if model else []
-        hint = suggest(loc[-1], allowed) or (f" (allowed: {', '.join(allowed)})" if allowed else "")
-        return f"{where(key_path)}: unknown key{hint}"
-    message = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "union_tag_invalid":  # the tag of a union section: model.architecture
-        tag = error.get("ctx", {}).get("tag")
-        expected = error.get("ctx", {}).get("expected_tags", "")
-        return f"{where(key_path + ('architecture',))}: unknown architecture {tag!r}; use one of {expected}"
-    if error["type"] == "literal_error":
-        choices = re.findall(r"'([^']*)'", error.get("ctx", {}).get("expected", ""))
-        return f"{where(key_path)}: {message} (got {error.get('input')!r}){suggest(error.get('input'), choices)}"
-    if error["type"] in ("missing",):
-        return f"{where(key_path)}: required key is missing"
-    given = error.get("input")
-    shown = "" if isinstance(given, (dict, list)) or error["type"].startswith("value_error") else f" (got {given!r})"
-    return f"{where(key_path)}: {message}{shown}{_type_hint(error['type'], given)}"
-
-
-def _type_hint(error_type: str, given: Any) -> str:
-    """How to write a value of the wanted type: types are strict, nothing is converted."""
-    if error_type == "bool_type":
-        return "; write true or false"
-    if error_type not in ("int_type", "float_type"):
-        return ""
-    if isinstance(given, str):
-        try:
-            number = int(given) if error_type == "int_type" else float(given)
-        except ValueError:
-            return ""
-        return f"; write {number} without quotes"
-    if error_type == "int_type" and isinstance(given, float) and given.is_integer():
-        return f"; write {int(given)}"
-    return "; write a number" if isinstance(given, bool) else ""
-
-
 def _resolve_runs(merged: dict, spec: StudySpec, points: list[dict], axis_keys: dict[str, str], cases: dict,
                   where, problems: list[str]):
     """One RunSpec per valid sweep point (keyed by dimension; ``axis_keys`` maps a dimension to its
@@ -457,21 +348,19 @@ def _scaling(block: dict, point: dict, cases: dict, where, problems: list[str]):
         for e in err.errors():
             loc = tuple(e["loc"])
             if loc[:1] == ("powers",) and len(loc) > 1:
-                problems.append(f"{power_at(loc[1])}: {e['msg'].removeprefix('Value error, ')} "
-                                f"(got {e.get('input')!r})")
+                problems.append(f"{power_at(loc[1])}: {messages.text(e)} (got {e.get('input')!r})")
             else:
-                problems.append(_format_pydantic({**e, "loc": ("scaling",) + loc}, {"scaling": block}, where))
+                problems.append(messages.problem({**e, "loc": ("scaling",) + loc}, {"scaling": block}, where))
         return None
 
 
 def _derived_problem(error: dict, point: dict, config: dict, derived: dict) -> str | None:
     """A validation error of a value the scaling derived, located at its power."""
-    loc = _data_path(tuple(error["loc"]), config)
+    loc = messages.data_path(tuple(error["loc"]), config)
     for path, located in derived.items():
         if loc[: len(path)] == path:
-            message = error["msg"].removeprefix("Value error, ")
             value = get_path(config, path)
-            return f"{located}: at d = {point[scale.AXIS]:g} it gives {'.'.join(path)} = {value!r}: {message}"
+            return f"{located}: at d = {point[scale.AXIS]:g} it gives {'.'.join(path)} = {value!r}: {messages.text(error)}"
     return None
 
 
@@ -480,8 +369,8 @@ def _sweep_problem(error: dict, point: dict, axis_keys: dict[str, str], config: 
     """Locate a run's validation error at the sweep key or case override that caused it (a check of
     several keys, :class:`CrossKeyError`: at the first of its keys that the sweep sets, else at its
     first key)."""
-    message = error["msg"].removeprefix("Value error, ") + _type_hint(error["type"], error.get("input"))
-    locs = _error_locations(error, config)  # without union tags
+    message = messages.message(error, shown=False)
+    locs = messages.error_locations(error, config)  # without union tags
     keyed = isinstance((error.get("ctx") or {}).get("error"), CrossKeyError)
     for loc in locs:
         for axis_name, value in point.items():
@@ -490,7 +379,7 @@ def _sweep_problem(error: dict, point: dict, axis_keys: dict[str, str], config: 
                 return f"{where(_sweep_key_path(merged.get('sweep'), key))}: sweep value {key}={value!r}: {message}"
             if axis_name in cases:
                 defined_at, override = cases[axis_name][value]
-                inside = _data_path(loc, override)
+                inside = messages.data_path(loc, override)
                 if inside and get_path(override, inside, MISSING) is not MISSING:  # the case sets that key
                     return f"{where(defined_at + inside)}: case {axis_name}={value!r}: {message}"
     if keyed or not point:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ntkpipe.labels import AXIS_SYMBOLS
 from ntkpipe.lang.identity import canonical, content_id
 from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.paths import get_path
@@ -101,12 +102,10 @@ def study_tag(name: str, variant: str) -> str:
     return name if variant == DEFAULT_VARIANT else f"{name}-{variant}"
 
 
-POINT_SYMBOLS = {"sigma": "σ", "gamma": "γ", "lr": "η"}
-
-
 def point_label(tag: str, point: dict) -> str:
-    """``<tag> σ=0.03 depth=3 seed=1``: the study and a sweep point's values (floats to 3 digits)."""
-    values = (f"{POINT_SYMBOLS.get(k, k)}={v:.3g}" if isinstance(v, float) else f"{POINT_SYMBOLS.get(k, k)}={v}"
+    """``<tag> σ=0.03 L=3 seed=1``: the study and a sweep point's values by their axes' symbols
+    (:data:`ntkpipe.labels.AXIS_SYMBOLS`; floats to 3 digits)."""
+    values = (f"{AXIS_SYMBOLS.get(k, k)}={v:.3g}" if isinstance(v, float) else f"{AXIS_SYMBOLS.get(k, k)}={v}"
               for k, v in point.items())
     return " ".join([tag, *values])
 

@@ -23,10 +23,11 @@ import functools
 import math
 from dataclasses import dataclass
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ntkpipe.ntk.precision import with_x64
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ def _max_norm(tree) -> jax.Array:
 @functools.partial(jax.jit, static_argnames="max_steps")
 def _integrate(k0, delta0, gamma, rate, times, rtol, atol, *, max_steps: int):
     """Dormand–Prince 8(7) with every component of (Δ, K) held to atol + rtol·|value|."""
+    import diffrax  # imported where an ODE is solved, not with ntkpipe
+
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(_vector_field), diffrax.Dopri8(), t0=0.0, t1=times[-1], dt0=None,
         y0=(delta0, k0), args=(gamma, rate), saveat=diffrax.SaveAt(ts=times),
@@ -64,6 +67,7 @@ def _integrate(k0, delta0, gamma, rate, times, rtol, atol, *, max_steps: int):
     return sol.ys
 
 
+@with_x64
 def ofe_solve(k0, delta0, gamma: float, rate: float, times, *, rtol: float = 1e-10, atol: float = 1e-12,
               max_steps: int = 100_000) -> OfeSolution:
     """Integrate Eq. (1) from K(0) = ``k0`` (n, n), Δ(0) = ``delta0`` (n,) and save at the sorted,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ntkpipe.models import MLP
+from ntkpipe.ntk.kernel_stats import kernel_alignment
 from ntkpipe.theory import deep_linear
 
 
@@ -62,9 +63,7 @@ def kernel_alignment_of_matrix(m, x, y) -> float:
     scalar targets (P,) or (P, 1) (Cortes et al. 2012). With M = M∞ and y = sXβ this is the maximal
     final alignment of a depth-L linear net (silent-alignment Fig. 1a, C.2c, App. E.2)."""
     x = np.asarray(x, dtype=np.float64)
-    v = np.asarray(y, dtype=np.float64).reshape(len(x))
-    gram = x @ np.asarray(m, dtype=np.float64) @ x.T
-    return float(v @ gram @ v / (np.linalg.norm(gram) * (v @ v)))
+    return kernel_alignment(x @ np.asarray(m, dtype=np.float64) @ x.T, np.reshape(y, len(x)))
 
 
 def min_norm_interpolant(x, y) -> np.ndarray:

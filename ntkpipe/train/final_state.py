@@ -17,8 +17,8 @@ import xarray as xr
 from jax.flatten_util import ravel_pytree
 
 from ntkpipe.models import stored
+from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.driver import Trajectory
-from ntkpipe.train.loop import cast_floats
 
 PARAMS = "final_params"
 DYNAMICS_PREFIX = "dynamics_"

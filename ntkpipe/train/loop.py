@@ -18,17 +18,13 @@ import numpy as np
 
 from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
 from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
+from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.driver import Trajectory, drive
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
 
 if TYPE_CHECKING:
     from ntkpipe.measure.context import RunContext
-
-
-def cast_floats(model: eqx.Module, dtype) -> eqx.Module:
-    """``model`` with every floating-point array in ``dtype`` (the training dtype)."""
-    return jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, model)
 
 
 

@@ -29,8 +29,9 @@ import numpy as np
 from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
+from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.driver import Trajectory, drive
-from ntkpipe.train.loop import advance_steps, cast_floats, layer_multipliers
+from ntkpipe.train.loop import advance_steps, layer_multipliers
 from ntkpipe.train.optim import update_direction
 
 if TYPE_CHECKING:

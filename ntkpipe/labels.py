@@ -1,0 +1,35 @@
+"""What results are called: the labels and symbols of sweep axes and dimensions, and of measured
+variables. Result stores (:mod:`ntkpipe.jobs.describe`), figures and run labels read them here."""
+
+from __future__ import annotations
+
+import xarray as xr
+
+from ntkpipe.measure.registry import VARIABLES
+
+AXIS_LABELS = {
+    "sigma": "init scale σ", "d": "scale parameter d", "scaling.d": "scale parameter d", "depth": "depth L", "seed": "seed", "gamma": "γ",
+    "data.gamma": "whitening exponent γ", "model.gamma": "feature-learning rate γ",
+    "eigen_index": "eigenfunction index j", "model_kind": "model", "width": "width N", "lr": "learning rate η",
+    "n_train": "training points P", "output_scale": "output scale", "teacher_scale": "teacher scale s",
+    "spectrum_index": "eigenvalue index k", "mode": "mode k", "test_point": "test point",
+    "nad_index": "NAD index j", "eigenfunction": "init eigenfunction index i",
+    "pretrain_epochs": "pretraining epochs k", "checkpoint": "checkpoint", "architecture": "architecture",
+    "lr_ratio": "learning-rate ratio η_u / η_W",
+}
+AXIS_SYMBOLS = {"sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
+                "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k", "nad_index": "j",
+                "pretrain_epochs": "k"}
+TIME_LABEL = "time t = η · step"
+
+
+def variable_label(name: str) -> str:
+    return VARIABLES[name].label if name in VARIABLES else name
+
+
+def axis_label(name: str, ds: xr.Dataset | None = None) -> str:
+    """The label of dimension ``name``; a sweep axis whose short name is ambiguous (``gamma``) is looked
+    up by the axis key the study dataset records in the coordinate's ``axis`` attribute."""
+    if ds is not None and name in ds.coords:
+        name = ds[name].attrs.get("axis", name)
+    return AXIS_LABELS.get(name, name)
