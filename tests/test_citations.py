@@ -8,11 +8,8 @@ root or to the citing file), and a cited section must be a heading of it (``### 
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # where the project cites documents: code, specs, rules, tests, docs and the top-level documents
@@ -22,7 +19,7 @@ SECTION = r"§(\d+(?:\.\d+)*)"
 PATH_CITATION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:md|rst))\b(?:\s+" + SECTION + ")?")
 NAME_CITATION = re.compile(r"\b([A-Z][A-Z_]{2,})(?:\.md)?\s+" + SECTION)
 # this test and the tool that rewrites the old citations name them on purpose
-SKIP = {Path(__file__).resolve(), ROOT / "tools" / "retarget_citations.py"}
+SKIP = {Path(__file__).resolve()}
 
 
 def cited_files() -> list[Path]:
@@ -71,7 +68,7 @@ def test_every_cited_document_and_section_exists():
             continue
         problems += [f"{path.relative_to(ROOT)}:{p.removeprefix('line ')}" for p in dangling(text, path)]
     assert not problems, ("citations of documents not in the repository (the papers' notes are in "
-                          "docs/papers.md; old ones are rewritten by tools/retarget_citations.py):\n"
+                          "docs/papers.md; cite a heading of docs/papers.md):\n"
                           + "\n".join(problems))
 
 
@@ -89,30 +86,6 @@ def test_the_checker_catches_what_it_should(tmp_path):
     doc = tmp_path / "d.md"
     doc.write_text("# T\n## §6.20 x\n### §60 y\n")
     assert headings(doc) == {"6.20", "60"}
-
-
-def _retarget_tool():
-    spec = importlib.util.spec_from_file_location("retarget_citations", ROOT / "tools" / "retarget_citations.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_retarget_mapping_points_at_existing_sections():
-    tool = _retarget_tool()
-    sections = headings(ROOT / tool.TARGET)
-    missing = {k: v for k, v in tool.MAPPING.items() if v not in sections}
-    assert not missing, f"tools/retarget_citations.py maps to sections {tool.TARGET} lacks: {missing}"
-
-
-def test_retarget_rewrites_and_refuses_unknown_sections():
-    tool = _retarget_tool()
-    text, notes = tool.retarget("a (STUDIES §3) b\nc STUDIES.md §1's d\n", "x.py")
-    assert text == "a (docs/papers.md §6.2) b\nc docs/papers.md §3's d\n"
-    assert notes == ["x.py:1: STUDIES §3 -> docs/papers.md §6.2", "x.py:2: STUDIES.md §1 -> docs/papers.md §3"]
-    assert tool.retarget("NTKPIPE_GENERATED_STUDIES=8 STUDIES_PER_RUN", "y")[1] == []
-    with pytest.raises(SystemExit, match="y.py:2: 'STUDIES §9'"):
-        tool.retarget("ok\nSTUDIES §9\n", "y.py")
 
 
 def test_citation_cff_matches_the_package_and_the_papers():

@@ -1,5 +1,5 @@
 """Layer alignment of two-layer nets through the run job, against the solvable model's closed form
-(STUDIES §3): per-layer learning rates, near-parallel inits, data on a line."""
+(docs/papers.md §6.2): per-layer learning rates, near-parallel inits, data on a line."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def test_closed_form_matches_simulation(case):
     for along, at0 in zip(solvable.conserved(sim["u"], sim["w"], eta_u, eta_w),
                           solvable.conserved(u0, w0, eta_u, eta_w)):
         assert np.max(np.abs(along - at0)) < 1e-9 * max(abs(at0), 1e-3)
-    # the STUDIES §3 form of s(t) with s±, R, as printed
+    # the docs/papers.md §6.2 form of s(t) with s±, R, as printed
     big_p0 = np.sum((np.sqrt(eta_w) * u0 + np.sqrt(eta_u) * w0) ** 2)
     b = 2 * kappa * y * np.sqrt(eta_u * eta_w)
     s_plus, s_minus = (b + lam) / (kappa**2 * big_p0), (b - lam) / (kappa**2 * big_p0)

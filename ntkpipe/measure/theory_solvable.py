@@ -1,4 +1,4 @@
-"""Theory of the solvable two-layer model (Kunin et al.; STUDIES §3) against the measurements: the
+"""Theory of the solvable two-layer model (Kunin et al.; docs/papers.md §6.2) against the measurements: the
 closed form of a linear two-layer net f = κuᵀWx on data on a line (:mod:`ntkpipe.theory.solvable`)."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _solvable_theory(run, traj, item) -> dict:
 
 MEASUREMENTS = [
     Measurement("solvable_theory", "final",
-                "closed form of the solvable two-layer linear model on a line (solvable-model Sec. 2, STUDIES §3): "
+                "closed form of the solvable two-layer linear model on a line (solvable-model Sec. 2, docs/papers.md §6.2): "
                 "cos θ(t) = f/√(f² + κ²A₀²), |u|, |w|, the loss and ‖K‖_F under gradient flow (NaN for other "
                 "optimizers), the invariant's final alignment y/√(y² + κ²A₀²) and the learning speed λ with "
                 "its target (4κ²η_uη_W y²) and init (κ⁴Δ₀) terms",

@@ -1,4 +1,4 @@
-"""The solvable two-layer linear model of Xu & Ziyin (solvable-model Sec. 2, Thm. 1; STUDIES §3).
+"""The solvable two-layer linear model of Xu & Ziyin (solvable-model Sec. 2, Thm. 1; docs/papers.md §6.2).
 
 f(x) = κ uᵀWx with u ∈ R^N, W ∈ R^{N×D}, κ > 0, loss ½(f − y)² on one point x with |x| = 1, and
 gradient flow u̇ = −η_u ∂L/∂u, Ẇ = −η_W ∂L/∂W (Eq. 5). Only w = Wx enters: with g = κ(f − y),
@@ -22,13 +22,13 @@ Back in the original variables u = (p + q)/2√η_W, w = (p − q)/2√η_u, and
 
     f = κ(P − Q)/4c,   |u|² = (P + Q + 2p·q)/4η_W,   |w|² = (P + Q − 2p·q)/4η_u.                  (4)
 
-P = P₀s then obeys a Riccati equation (STUDIES §3's ṡ = −(κ²P₀/2)s² + bs + κ²Q₀/2, times P₀)
+P = P₀s then obeys a Riccati equation (docs/papers.md §6.2's ṡ = −(κ²P₀/2)s² + bs + κ²Q₀/2, times P₀)
 
     Ṗ = −(κ²/2)(P − P₊)(P − P₋),   P± = (b ± λ)/κ²,   b = 2κyc,   λ² = b² + κ⁴Δ₀,   Δ₀ = P₀Q₀,     (5)
 
 and Q = Δ₀/P the same with Q± = −P∓. Δ₀ = (η_W|u₀|² + η_u|w₀|²)² − 4η_uη_W(u₀·w₀)² splits the squared
 learning speed into a target term 4κ²η_uη_W y² and an init term κ⁴Δ₀ (Eq. 17). The solution
-s = (s₊ − s₋Re^{−λt})/(1 − Re^{−λt}) of STUDIES §3, s± = P±/P₀, R = (P₀ − P₊)/(P₀ − P₋), is evaluated as
+s = (s₊ − s₋Re^{−λt})/(1 − Re^{−λt}) of docs/papers.md §6.2, s± = P±/P₀, R = (P₀ − P₊)/(P₀ − P₋), is evaluated as
 
     P(t) − P₊ = (P₀ − P₊) e^{−λt} / (e^{−λt} + (κ²/2)(P₀ − P₋) τ(t)),   τ(t) = (1 − e^{−λt})/λ,     (6)
 
