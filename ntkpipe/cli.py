@@ -203,6 +203,13 @@ def cmd_measurements(args) -> int:
     return 0
 
 
+def cmd_schema(args) -> int:
+    from ntkpipe.study.json_schema import schema_text
+
+    sys.stdout.write(schema_text())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ntkpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -252,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default="results")
     p.add_argument("--out", help="also write the PNGs under this directory (<out>/<study>/<figure>.png)")
     p.set_defaults(func=cmd_check_figures)
+    p = sub.add_parser("schema", help="print the JSON Schema of a study file (schema/study.schema.json is a copy)")
+    p.set_defaults(func=cmd_schema)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -15,9 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 class Strict(BaseModel):
     """Unknown keys are errors, numbers are finite (`.inf`, `1e400` and `.nan` are rejected) and types
     strict (no coercion: ``"20"``, ``20.0`` and ``true`` are not integers, ``"no"`` is not a boolean; an
-    integer is a valid float); instances are immutable."""
+    integer is a valid float); instances are immutable. A field's docstring (the string below it) is its
+    description (the JSON Schema, the language reference and ``ntkpipe explain`` read it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True,
+                              use_attribute_docstrings=True)
 
 
 Ints = Annotated[tuple[int, ...], pydantic.Strict(False)]

@@ -31,9 +31,13 @@ class LabelsSpec(Strict):
     ``groups: [[1, 3, 5, 7, 9], [0, 2, 4, 6, 8]]``)."""
 
     kind: Literal["default", "eigenvector_sign", "two_groups"] = axis("label_kind", default="default")
+    """default: the source's own targets; eigenvector_sign: y = sign φ_j(x); two_groups: y = ±1 by class group (sweep axis label_kind)"""
     eigen_index: int | None = Field(None, ge=1)
+    """j ≥ 1: the eigenvector φ_j (by descending eigenvalue) whose sign is the label (eigenvector_sign only)"""
     stage: str | None = None
+    """the name of the eigendecomposition stage that gives φ_j (eigenvector_sign only)"""
     groups: Annotated[tuple[Ints, Ints], pydantic.Strict(False)] | None = None
+    """[+1 classes, −1 classes]: two disjoint, non-empty lists of class labels (two_groups only; default [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]])"""
 
     @model_validator(mode="after")
     def _kind_fields(self):
@@ -85,10 +89,15 @@ class DataBase(Strict):
     """
 
     source: Literal[tuple(SOURCES)]
+    """where inputs and targets come from; every source takes its own further keys (listed under data.<source>)"""
     n_train: int = Field(ge=1)
+    """P: the number of training points"""
     n_test: int = Field(0, ge=0)
+    """the number of test points (0: none; test measurements then have nothing to read)"""
     seed: int = axis("data_seed", default=0, ge=0)
+    """seed of the data draw: which examples, synthetic inputs, teachers and labels (sweep axis data_seed; the network's init uses the study seed)"""
     labels: LabelsSpec = LabelsSpec()
+    """the targets: the source's default, eigenvector signs of an init-NTK Gram, or ±1 by class groups"""
 
     if TYPE_CHECKING:
         def __getattr__(self, key: str) -> Any:
@@ -136,7 +145,9 @@ class OriginSpec(Strict):
     epochs of its training (linearized-networks Sec. 4.3, Figs. 8–9). ``epochs: 0`` is θ₀."""
 
     stage: str
+    """the name of the pretrain stage whose network, after `epochs` epochs, is the origin θ_k"""
     epochs: int = axis("pretrain_epochs", ge=0)
+    """k: epochs of pretraining of the origin θ_k; 0 is θ₀ (sweep axis pretrain_epochs)"""
 
 
 class ModelBase(Strict):
@@ -149,13 +160,20 @@ class ModelBase(Strict):
     """
 
     kind: Literal[tuple(MODEL_KINDS)] = axis("model_kind", default="network")
+    """what is trained: the network, its linearization, or a kernel evolved by kgd, akgd, ofe or ofe_fit (sweep axis model_kind)"""
     activation: Activation = "relu"
+    """φ, the nonlinearity of every hidden layer (linear: none)"""
     parameterization: Literal["standard", "ntk"] = "standard"
+    """standard: W_ℓ ~ N(0, σ²/n_{ℓ−1}); ntk: W_ℓ ~ N(0, 1) multiplied by σ/√n_{ℓ−1} in the forward pass (same function at init, different dynamics)"""
     sigma: float = Field(1.0, gt=0)
+    """σ: the init scale of the weights (variance σ²/fan_in; CNNs and ResNets alike)"""
     output_scale: float = Field(1.0, gt=0)
+    """κ: the output is f(x) = κ z_L, the readout's pre-activation times κ (solvable-model f = κuᵀWx)"""
     gamma: float = Field(1.0, ge=0, exclude_if=lambda v: v == 1.0, description="feature-learning rate γ")
     bias: bool = False
+    """add a bias b_ℓ to every layer, initialized at zero"""
     origin: OriginSpec | None = None
+    """linearize around a pretrained network θ_k instead of θ₀ (model.kind linearized; linearized-networks Sec. 4.3)"""
 
     @model_validator(mode="after")
     def _origin_only_linearized(self):
@@ -188,11 +206,15 @@ class MlpSpec(ModelBase):
     rounding of the readout sum (the lazy-training init of Chizat et al., solvable-model Sec. 3.2)."""
 
     architecture: Literal["mlp"] = "mlp"
+    """mlp: a fully connected network (the default when architecture is not given)"""
     depth: int = Field(ge=1)
+    """L: weight layers, the readout included (two hidden layers of 100 is depth 3)"""
     width: int = Field(ge=1)
+    """N: units of every hidden layer"""
     layer_variance: list[Annotated[float, Field(gt=0)]] | None = Field(
         None, exclude_if=lambda v: v is None, description="per-layer variance v_ℓ of the weight entries")
     init: Literal["gaussian", "near_parallel", "mirrored"] = Field("gaussian", exclude_if=lambda v: v == "gaussian")
+    """gaussian: i.i.d. weights; near_parallel: readout u ∥ W n plus a perturbation (depth 2); mirrored: zero output at init (depth ≥ 2, even width)"""
     disturbance: float = Field(0.0, ge=0, exclude_if=lambda v: v == 0.0,
                                description="ε: relative size of the perturbation of a near-parallel readout")
 
@@ -221,11 +243,17 @@ class ConvLayerSpec(Strict):
     optional ``pool`` (avg | max, window = stride = ``pool_size``)."""
 
     channels: int = Field(ge=1)
+    """output channels (filters) of the convolution"""
     kernel_size: int = Field(ge=1)
+    """k: the filters are k × k"""
     stride: int = Field(1, ge=1)
+    """the convolution's stride"""
     padding: Literal["SAME", "VALID"] = "SAME"
+    """SAME: zero-pad to keep the spatial size at stride 1; VALID: no padding"""
     pool: Literal["avg", "max"] | None = None
+    """pooling after the activation: avg, max, or null for none"""
     pool_size: int = Field(2, ge=1)
+    """p: the pooling window is p × p with stride p"""
 
 
 class CnnSpec(ModelBase):
@@ -234,9 +262,13 @@ class CnnSpec(ModelBase):
     authors define it (conv 6@5×5 SAME, avg-pool 2, conv 16@5×5 SAME, avg-pool 2, dense 120, 84)."""
 
     architecture: Literal["cnn"]
+    """cnn: convolutional layers, then dense layers, then the readout"""
     preset: Literal["lenet5"] | None = None
+    """lenet5: LeNet-5 as the linearized-networks authors define it (instead of conv and dense)"""
     conv: list[ConvLayerSpec] | None = None
+    """the convolutional layers, input side first (instead of preset)"""
     dense: list[int] | None = None
+    """widths of the dense hidden layers between the convolutions and the readout (with conv)"""
 
     @property
     def layer_names(self) -> tuple[str, ...]:
@@ -271,9 +303,13 @@ class ResnetSpec(ModelBase):
     batch statistics, and kernels and measurements use inference mode (its running statistics)."""
 
     architecture: Literal["resnet"]
+    """resnet: a ResNet-18-shaped network of basic blocks"""
     width_multiplier: float = Field(1.0, gt=0)
+    """k: the stem has 64k channels and stage s 64k·2^s (1: ResNet-18; 64k must be a whole number)"""
     blocks: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [2, 2, 2, 2], min_length=1)
+    """basic blocks per stage; stride 2 from the second stage on (ResNet-18: [2, 2, 2, 2])"""
     norm: Literal["none", "batch"] = "none"
+    """batch: a BatchNorm after every convolution (kernels and measurements use its running statistics); none"""
 
     @field_validator("width_multiplier")
     @classmethod
@@ -308,9 +344,13 @@ class WideResnetSpec(ModelBase):
     Fig. 2: WRN-16-3, block size 2). ``norm: batch`` puts a BatchNorm before every activation."""
 
     architecture: Literal["wide_resnet"]
+    """wide_resnet: a Wide ResNet WRN-d-k of pre-activation blocks"""
     depth: int = Field(16, ge=10)
+    """d = 6n + 4 (10, 16, 22, …): three groups of n blocks"""
     widen_factor: float = Field(1.0, gt=0)
+    """k: the groups have 16k, 32k and 64k channels (16k a whole number)"""
     norm: Literal["none", "batch"] = "none"
+    """batch: a BatchNorm before every activation; none"""
 
     @field_validator("depth")
     @classmethod
@@ -372,12 +412,19 @@ class OptimizerSpec(Strict):
     readout: a two-layer f = κuᵀWx trains with η_W = lr and η_u = lr·lr_ratio (solvable-model Sec. 2)."""
 
     name: Literal["gd", "sgd", "adam"] = axis("optimizer")
+    """the update u_t: gd and sgd use the gradient (sgd may add momentum), adam its moment estimates (sweep axis optimizer)"""
     lr: float = Field(gt=0)
+    """η₀: the base learning rate; time is measured as gradient-flow time t = η₀·step"""
     momentum: float = Field(0.0, ge=0.0, lt=1.0)
+    """β of sgd's heavy-ball momentum, m ← βm + g (0: none; sgd only)"""
     schedule: Literal["constant", "linear_decay"] = "constant"
+    """constant: η_t = lr; linear_decay: η_t = lr·(1 − t/T) over the T steps"""
     b1: float = Field(0.9, ge=0.0, lt=1.0)
+    """Adam's β₁, the decay rate of the first-moment estimate"""
     b2: float = Field(0.999, ge=0.0, lt=1.0)
+    """Adam's β₂, the decay rate of the second-moment estimate"""
     eps: float = Field(1e-8, gt=0)
+    """Adam's ε, added to √v̂ in the denominator"""
     layer_lr: list[float] | None = Field(None, exclude_if=lambda v: v is None,
                                          description="learning-rate multiplier per weight layer, input side first")
     lr_ratio: float = Field(1.0, gt=0, exclude_if=lambda v: v == 1.0,
@@ -397,8 +444,11 @@ class CheckpointSpec(Strict):
     steps. The last step is always included."""
 
     spacing: Literal["log", "linear"] = "log"
+    """log: step 0 and steps round(10^(k/per_decade)); linear: count evenly spaced steps (the last step always)"""
     per_decade: int = Field(20, ge=1, le=200)
+    """checkpoints per decade of steps (log spacing)"""
     count: int = Field(50, ge=1)
+    """the number of evenly spaced checkpoints (linear spacing)"""
 
 
 class TrainSpec(Strict):
@@ -408,13 +458,20 @@ class TrainSpec(Strict):
     finite it would look later (e.g. a network dead after a blow-up)."""
 
     optimizer: OptimizerSpec
+    """the update rule and its learning rates"""
     loss: Literal["mse", "bce"] = axis("loss_function", default="mse")
+    """mse: L = (1/2P) Σ_μ |f(x_μ) − y_μ|²; bce: mean of log(1 + e^{−y f}) on ±1 labels (sweep axis loss_function)"""
     batch_size: int | None = Field(None, ge=1, description="null = full batch")
     steps: int | None = Field(None, ge=1)
+    """T: the number of optimizer steps (give one of steps, epochs, max_time)"""
     epochs: int | None = Field(None, ge=1)
+    """passes over the training set, a last partial batch included (give one of steps, epochs, max_time)"""
     max_time: float | None = Field(None, gt=0)
+    """train until gradient-flow time t = η₀·step reaches this (give one of steps, epochs, max_time)"""
     checkpoints: CheckpointSpec = CheckpointSpec()
+    """the steps at which series are measured"""
     dtype: Literal["float32", "float64"] = "float32"
+    """floating type of the parameters and of training (theory, kernels and eigendecompositions are float64)"""
     divergence_factor: float = Field(
         1e6, gt=1, exclude_if=lambda v: v == 1e6,
         description="a run whose loss at a checkpoint exceeds this multiple of its initial loss diverged (it stops there)")
@@ -432,13 +489,16 @@ class NtkGramStage(Strict):
     model and seed agree)."""
 
     compute: Literal["ntk_gram"]
+    """ntk_gram: the init-NTK Gram over train ∪ test"""
 
 
 class EigendecompositionStage(Strict):
     """Top eigenpairs of the Gram of stage ``input``; provides eigenvector-sign labels."""
 
     compute: Literal["eigendecomposition"]
+    """eigendecomposition: the top eigenpairs (λ_j, φ_j) of a Gram"""
     input: str
+    """the name of the ntk_gram stage whose Gram is decomposed"""
     top_k: int | None = Field(None, ge=1, description="eigenpairs kept; null = all")
 
 
@@ -450,10 +510,15 @@ class NadStage(Strict):
     NADs and one random direction."""
 
     compute: Literal["nad"]
+    """nad: neural anisotropy directions of the network at init"""
     at: Literal["origin", "gaussian"] = "origin"
+    """origin: the mixed derivative ∇²ₓθ f at x = 0 (the authors' code); gaussian: averaged over x ~ N(0, I) (Theorem 1)"""
     samples: int = Field(256, ge=1)
+    """draws of x ~ N(0, I) in the average (at: gaussian)"""
     stein_samples: int = Field(4096, ge=16)
+    """Monte-Carlo draws of the Stein check of Theorem 1"""
     stein_vectors: int = Field(3, ge=1)
+    """how many of the top NADs the Stein check tests (plus one random direction)"""
 
 
 class PretrainStage(Strict):
@@ -461,6 +526,7 @@ class PretrainStage(Strict):
     stored at every epoch a run asks for as its linearization ``origin``."""
 
     compute: Literal["pretrain"]
+    """pretrain: the run's network trained as the run would be, kept at every epoch an origin asks for"""
 
 
 StageSpec = Annotated[NtkGramStage | EigendecompositionStage | NadStage | PretrainStage,
@@ -472,9 +538,10 @@ class MeasureItem(BaseModel):
     declares its options (name, type, default, range) in ``ntkpipe.measure.REGISTRY``; validation
     checks them there and fills in the defaults, so a run's config holds every option's value."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
 
     name: str
+    """the measurement (ntkpipe measurements lists them with their options)"""
 
     @property
     def options(self) -> dict[str, Any]:
@@ -504,10 +571,15 @@ class SummarySpec(Strict):
     """
 
     name: str
+    """the variable it adds to the study dataset (with <name>_stderr for fits)"""
     kind: Literal["power_law", "log_law", "endpoints", "predicted_phase", "measured_phase"]
+    """power_law or log_law fit of y over x, endpoints table of a series, predicted_phase or measured_phase"""
     x: str | None = None
+    """the sweep axis a fit runs over (measured_phase: the scale parameter d)"""
     y: str | None = None
+    """the variable fitted (a scalar; a series at its last time) or tabulated (endpoints: a series)"""
     by: str | list[str] | None = None
+    """sweep axes to compute the summary per value of (one name or a list; none: one value for the study)"""
     exponent: str | None = Field(None, exclude_if=lambda v: v is None, description="measured_phase: the power_law summary of y over x")
     stderrs: float = Field(2.0, gt=0, exclude_if=lambda v: v == 2.0,
                            description="measured_phase: k, the standard errors within which exponents are consistent")
@@ -560,19 +632,32 @@ class SweepFigure(Strict):
     ``reference`` selects other runs (sweep axis: value) whose mean is drawn as a dashed line."""
 
     name: str
+    """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
     kind: Literal["sweep"]
+    """sweep: y against a sweep axis or a dimension of y"""
     x: str
+    """the horizontal axis: a sweep axis or a dimension of y (e.g. spectrum_index)"""
     y: str | list[str]
+    """the variable (or list of variables) drawn; a series is taken at its last time"""
     hue: str | None = None
+    """a sweep axis or dimension: one colour per value"""
     theory: str | None = None
+    """a variable drawn dashed next to y (e.g. t_half_theory)"""
     fit: Literal["power_law", "log_law"] | None = None
+    """fit each line with power_law (log y over log x) or log_law (y over ln x) and put the exponent in the legend"""
     logx: bool = False
+    """logarithmic x axis"""
     logy: bool = False
+    """logarithmic y axis"""
     where: dict[str, Any] = {}
+    """selection before drawing, {axis or dimension: value} (e.g. {depth: 3}, {output: 0})"""
     reference: dict[str, Any] = {}
+    """{sweep axis: value}: the mean of those runs drawn as a dashed reference line"""
     title: str | None = None
+    """the title drawn above the figure (default: the study name and the figure name)"""
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
     ylabel: str | None = None
+    """the y-axis label (default: the variables' long names)"""
 
     plotter: ClassVar[str] = "ntkpipe.plots.sweep:plot_sweep"
 
@@ -599,18 +684,31 @@ class TimeSeriesFigure(Strict):
     plotted variable has (e.g. ``output: 3`` of ``kv_projection``, hue ``target``)."""
 
     name: str
+    """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
     kind: Literal["time_series"]
+    """time_series: series against gradient-flow time t = η₀·step"""
     variables: list[str] = Field(min_length=1)
+    """the series drawn, one panel each (or one panel with overlay)"""
     hue: str | None = None
+    """a sweep axis or a dimension of the variables (e.g. mode): one line per value"""
     col: str | None = None
+    """a sweep axis: one panel (column) per value of it"""
     overlay: bool = False
+    """draw all variables in one panel"""
     normalize: dict[str, Literal["initial", "final"]] = {}
+    """{variable: initial | final}: divide the variable by its value at init or at the end"""
     theory: dict[str, str] = {}
+    """{variable: theory variable}: the theory (series or scalar) drawn dashed"""
     logx: bool = True
+    """logarithmic time axis"""
     logy: list[str] = []
+    """the variables drawn on a logarithmic axis"""
     where: dict[str, Any] = {}
+    """selection before drawing, {axis or dimension: value} (e.g. {depth: 3}, {output: 0})"""
     reference: dict[str, Any] = {}
+    """{sweep axis: value}: those runs (e.g. the network a model is compared with) drawn dashed in black"""
     title: str | None = None
+    """the title drawn above the figure (default: the study name and the figure name)"""
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
 
     plotter: ClassVar[str] = "ntkpipe.plots.time_series:plot_time_series"
@@ -633,14 +731,22 @@ class ScatterFigure(Strict):
     Pearson correlation in the legend (silent-alignment Fig. 1b–c)."""
 
     name: str
+    """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
     kind: Literal["scatter"]
+    """scatter: variables against each other over their common dimensions (e.g. test points)"""
     x: str
+    """the variable on the horizontal axis"""
     y: list[str] = Field(min_length=1)
+    """the variables on the vertical axis, each against x"""
     col: str | None = None
+    """a sweep axis: one panel (column) per value of it"""
     where: dict[str, Any] = {}
+    """selection before drawing, {axis or dimension: value} (e.g. {depth: 3}, {output: 0})"""
     title: str | None = None
+    """the title drawn above the figure (default: the study name and the figure name)"""
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
     xlabel: str | None = None
+    """the x-axis label (default: x's long name)"""
 
     plotter: ClassVar[str] = "ntkpipe.plots.scatter:plot_scatter"
 
@@ -659,13 +765,21 @@ class ImagesFigure(Strict):
     transform (linearized-networks Fig. 10)."""
 
     name: str
+    """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
     kind: Literal["images"]
+    """images: a stack of images (item, row, column, channel) in a row"""
     variable: str
+    """the variable holding the images, dims (item, row, column, channel), e.g. nad_directions"""
     rows: str | None = None
+    """a sweep axis: one row of images per value"""
     count: int = Field(10, ge=1)
+    """the first count items drawn"""
     fourier: bool = True
+    """follow each image by the magnitude of its centred 2-D Fourier transform"""
     where: dict[str, Any] = {}
+    """selection before drawing, {axis or dimension: value} (e.g. {depth: 3}, {output: 0})"""
     title: str | None = None
+    """the title drawn above the figure (default: the study name and the figure name)"""
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
 
     plotter: ClassVar[str] = "ntkpipe.plots.images:plot_images"
@@ -689,11 +803,17 @@ class MatrixFigure(Strict):
     bar for all, each cell annotated with its value."""
 
     name: str
+    """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
     kind: Literal["matrix"]
+    """matrix: a heatmap of a variable with two dims of its own"""
     variable: str
+    """the variable drawn: first dim down the rows, second across (e.g. ksm: output, target)"""
     col: str | None = None
+    """a sweep axis: one panel (column) per value of it"""
     where: dict[str, Any] = {}
+    """selection before drawing, {axis or dimension: value} (e.g. {depth: 3}, {output: 0})"""
     title: str | None = None
+    """the title drawn above the figure (default: the study name and the figure name)"""
     reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
 
     plotter: ClassVar[str] = "ntkpipe.plots.matrix:plot_matrix"
@@ -726,25 +846,40 @@ class ScalingSpec(Strict):
     crossed with the rest of the sweep; case overrides may change ``powers`` and ``reference``."""
 
     d: list[float] | dict[str, Any]
+    """the values of the scale parameter d, a list or a generator as in a sweep; they become the sweep axis d"""
     reference: float = Field(1.0, gt=0)
+    """d₀: every parameter has its spec value at d = d₀"""
     powers: dict[str, float | list[float]] = Field(min_length=1)
+    """{parameter (its sweep-axis name): a}: p(d) = p₀·(d/d₀)^a; a list of powers for a list parameter"""
 
 
 class StudySpec(Strict):
     """A study before sweep expansion (after merging the chosen variant); its name is the file stem."""
 
     description: str = ""
+    """what the study reproduces (paper, figure) and how; shown in the report and by ntkpipe show"""
     seed: int = Field(0, ge=0)
+    """seed of each run's initialization and minibatch order (sweep it to repeat runs; data draws use data.seed)"""
     data: DataSpec
+    """inputs and targets: the source, the split sizes and the labels"""
     model: ModelSpec
+    """what is trained: the architecture and its options, the parameterization and the model kind"""
     train: TrainSpec
+    """how it is trained: optimizer, loss, batch size, duration and checkpoints"""
     measure: list[str | MeasureItem] = Field(min_length=1)
+    """what is measured: names, or {name: …, option: value}; checkpoint measurements are series over time"""
     stages: dict[str, StageSpec] = {}
+    """named jobs shared by runs (an init-NTK Gram, its eigendecomposition, NADs, a pretrained network)"""
     sweep: dict[str, Any] = {}
+    """which runs the study holds: axes and their values, combined by product, zip, union and cases (empty: one run)"""
     scaling: ScalingSpec | None = None
+    """hyperparameters as powers of one scale parameter d (solvable-model Sec. 3); adds the sweep axis d"""
     summaries: list[SummarySpec] = []
+    """study-level variables computed from the runs: fitted exponents, endpoint tables, phases"""
     figures: list[FigureSpec] = []
+    """the figures drawn from the study dataset"""
     variants: dict[str, dict[str, Any]] = {}
+    """named overrides of this spec (mappings merge key by key, a list or a sweep is replaced), e.g. paper; run with --config variant=NAME"""
 
 
 class RunSpec(Strict):

@@ -21,6 +21,7 @@ class DirectionsSpec(Strict):
     """Which neural anisotropy direction v_j of a ``nad`` stage the data is built along."""
 
     stage: str
+    """the name of the nad stage whose directions v_j the data is built along"""
     nad_index: int = Field(ge=1, description="j: the j-th NAD (descending singular value)")
 
 
@@ -32,9 +33,11 @@ class NadOptions(Strict):
 
     shape: Ints | None = Field(None, min_length=1, description="input shape of nad data")
     directions: DirectionsSpec | None = None
+    """the NAD v_j the data is built along: a nad stage and the index j"""
     margin: float = Field(1.0, gt=0, description="ε of nad data")
     noise: Noise = 1.0
     half_margin: bool = True
+    """use ε/2 as the margin, as the authors' code does (false: ε)"""
 
 
 def rules(spec: DataSpec) -> None:
