@@ -210,6 +210,26 @@ def cmd_schema(args) -> int:
     return 0
 
 
+def cmd_reference(args) -> int:
+    from ntkpipe.study.reference import REFERENCE_PATH, markdown
+
+    path = Path(args.out or REFERENCE_PATH)
+    path.write_text(markdown(), encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from ntkpipe.study.reference import UnknownKey, explain
+
+    try:
+        print("\n\n".join(explain(key) for key in args.keys))
+    except UnknownKey as err:
+        print(f"ntkpipe explain: {err.args[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ntkpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -261,6 +281,14 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_check_figures)
     p = sub.add_parser("schema", help="print the JSON Schema of a study file (schema/study.schema.json is a copy)")
     p.set_defaults(func=cmd_schema)
+    p = sub.add_parser("reference", help="write the key-by-key language reference (docs/language.md)")
+    p.add_argument("--out", help="write it here instead of docs/language.md")
+    p.set_defaults(func=cmd_reference)
+    p = sub.add_parser("explain", help="what a study key means: type, default, allowed values, units, paper, "
+                                       "example (e.g. train.optimizer.lr, measure.energy_concentration, "
+                                       "figures.sweep, data.source.mnist)")
+    p.add_argument("keys", nargs="+", metavar="KEY")
+    p.set_defaults(func=cmd_explain)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -35,6 +35,12 @@ class CrossKeyError(ValueError):
         self.keys = keys
 
 
+def units(text: str) -> dict[str, str]:
+    """The ``json_schema_extra`` of a field measured in ``text`` (the JSON Schema's ``units``, which the
+    language reference shows): ``Field(None, ge=1, json_schema_extra=units("optimizer steps"))``."""
+    return {"units": text}
+
+
 def axis(name: str, **kwargs) -> Any:
     """A field whose sweep axis is called ``name`` instead of the field name."""
     return Field(json_schema_extra={"axis": name}, **kwargs)

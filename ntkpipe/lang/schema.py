@@ -17,7 +17,7 @@ from pydantic.fields import FieldInfo
 
 from ntkpipe.activations import Activation
 from ntkpipe.data.sources import SOURCES
-from ntkpipe.lang.base import CrossKeyError, Ints, Strict, axis
+from ntkpipe.lang.base import CrossKeyError, Ints, Strict, axis, units
 from ntkpipe.lang.model_kinds import MODEL_KINDS, kinds_with
 
 
@@ -89,7 +89,7 @@ class DataBase(Strict):
     """
 
     source: Literal[tuple(SOURCES)]
-    """where inputs and targets come from; every source takes its own further keys (listed under data.<source>)"""
+    """where inputs and targets come from; every source takes its own further keys (ntkpipe explain data.source.NAME)"""
     n_train: int = Field(ge=1)
     """P: the number of training points"""
     n_test: int = Field(0, ge=0)
@@ -244,7 +244,7 @@ class ConvLayerSpec(Strict):
 
     channels: int = Field(ge=1)
     """output channels (filters) of the convolution"""
-    kernel_size: int = Field(ge=1)
+    kernel_size: int = Field(ge=1, json_schema_extra=units("pixels"))
     """k: the filters are k × k"""
     stride: int = Field(1, ge=1)
     """the convolution's stride"""
@@ -252,7 +252,7 @@ class ConvLayerSpec(Strict):
     """SAME: zero-pad to keep the spatial size at stride 1; VALID: no padding"""
     pool: Literal["avg", "max"] | None = None
     """pooling after the activation: avg, max, or null for none"""
-    pool_size: int = Field(2, ge=1)
+    pool_size: int = Field(2, ge=1, json_schema_extra=units("pixels"))
     """p: the pooling window is p × p with stride p"""
 
 
@@ -413,7 +413,7 @@ class OptimizerSpec(Strict):
 
     name: Literal["gd", "sgd", "adam"] = axis("optimizer")
     """the update u_t: gd and sgd use the gradient (sgd may add momentum), adam its moment estimates (sweep axis optimizer)"""
-    lr: float = Field(gt=0)
+    lr: float = Field(gt=0, json_schema_extra=units("gradient-flow time per step"))
     """η₀: the base learning rate; time is measured as gradient-flow time t = η₀·step"""
     momentum: float = Field(0.0, ge=0.0, lt=1.0)
     """β of sgd's heavy-ball momentum, m ← βm + g (0: none; sgd only)"""
@@ -462,11 +462,11 @@ class TrainSpec(Strict):
     loss: Literal["mse", "bce"] = axis("loss_function", default="mse")
     """mse: L = (1/2P) Σ_μ |f(x_μ) − y_μ|²; bce: mean of log(1 + e^{−y f}) on ±1 labels (sweep axis loss_function)"""
     batch_size: int | None = Field(None, ge=1, description="null = full batch")
-    steps: int | None = Field(None, ge=1)
+    steps: int | None = Field(None, ge=1, json_schema_extra=units("optimizer steps"))
     """T: the number of optimizer steps (give one of steps, epochs, max_time)"""
-    epochs: int | None = Field(None, ge=1)
+    epochs: int | None = Field(None, ge=1, json_schema_extra=units("epochs (passes over the training set)"))
     """passes over the training set, a last partial batch included (give one of steps, epochs, max_time)"""
-    max_time: float | None = Field(None, gt=0)
+    max_time: float | None = Field(None, gt=0, json_schema_extra=units("gradient-flow time t = η₀·step"))
     """train until gradient-flow time t = η₀·step reaches this (give one of steps, epochs, max_time)"""
     checkpoints: CheckpointSpec = CheckpointSpec()
     """the steps at which series are measured"""

@@ -119,7 +119,7 @@ def _partial(node: Any) -> Any:
 # ------------------------------------------------------------------ measurements
 
 
-def _option_schema(option: Option) -> dict:
+def option_schema(option: Option) -> dict:
     out: dict[str, Any] = {"description": option.doc, "type": OPTION_TYPES[option.kind], "default": option.default}
     if option.low is not None:
         out["exclusiveMinimum" if option.open_low else "minimum"] = option.low
@@ -140,7 +140,7 @@ def _measurement_schema(defs: dict) -> dict:
         defs[f"measure.{m.name}"] = {
             "description": measurement_description(m), "type": "object", "additionalProperties": False,
             "required": ["name"],
-            "properties": {"name": {"const": m.name}, **{o.name: _option_schema(o) for o in m.options}}}
+            "properties": {"name": {"const": m.name}, **{o.name: option_schema(o) for o in m.options}}}
     names = {"anyOf": [{"const": m.name, "description": measurement_description(m)} for m in REGISTRY.values()]}
     by_name = [{"if": {"properties": {"name": {"const": m}}}, "then": {"$ref": f"{REF}measure.{m}"}} for m in REGISTRY]
     return {"description": "a measurement: its name, or {name: …, option: value} (ntkpipe measurements; "

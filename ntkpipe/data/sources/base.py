@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field
 
 from ntkpipe.data.whitening import partial_whitening_map
-from ntkpipe.lang.base import Strict
+from ntkpipe.lang.base import Strict, units
 
 if TYPE_CHECKING:
     from ntkpipe.data.arrays import Dataset
@@ -70,7 +70,8 @@ Gamma = Annotated[float | None, Field(ge=0.0, le=1.0, description="γ of the par
                                                                    "null = raw inputs")]
 Noise = Annotated[float, Field(gt=0, description="σ: noise standard deviation of nad and gaussian_mixture data")]
 Classes = Annotated[list[int] | None, Field(description="class labels to keep; null = all")]
-ImageSize = Annotated[int | None, Field(ge=2, description="resize images to image_size × image_size")]
+ImageSize = Annotated[int | None, Field(ge=2, description="resize images to image_size × image_size",
+                                         json_schema_extra=units("pixels"))]
 DataPath = Annotated[str | None, Field(description="directory of local MNIST/CIFAR-10 files")]
 
 
