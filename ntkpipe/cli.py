@@ -230,6 +230,14 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_new(args) -> int:
+    from ntkpipe.study.new import new_study
+
+    path = new_study(args.name, Path(args.specs), args.origin)
+    print(f"wrote {path}: edit it (ntkpipe explain KEY says what a key means), then ntkpipe validate {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ntkpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -289,6 +297,12 @@ def main(argv: list[str] | None = None) -> int:
                                        "figures.sweep, data.source.mnist)")
     p.add_argument("keys", nargs="+", metavar="KEY")
     p.set_defaults(func=cmd_explain)
+    p = sub.add_parser("new", help="write specs/NAME.yaml: a small commented study, valid as written, or a copy "
+                                   "of a shipped one (--from STUDY)")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--from", dest="origin", metavar="STUDY", help="copy this study (a name in --specs, or a file)")
+    p.add_argument("--specs", default="specs")
+    p.set_defaults(func=cmd_new)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
