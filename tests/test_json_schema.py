@@ -122,3 +122,21 @@ def test_invalid_specs_are_refused_by_both(mutate, tmp_path):
     with pytest.raises(SpecError):
         load_study(path)
     assert schema_errors(spec), "the schema accepted it"
+
+
+def test_yaml_quirks_the_loader_accepts_pass_the_schema_as_an_editor_reads_them(tmp_path):
+    """ntkpipe reads ``1e-3`` as a float (YAML 1.2) and ``off`` as a boolean (YAML 1.1); an editor reads
+    YAML 1.2, where ``off`` is a string: the schema takes both readings."""
+    text = (REPO / "specs" / "two_layer_dynamics.yaml").read_text(encoding="utf-8")
+    text = text.replace("model:\n", "model:\n  bias: off\n", 1).replace("lr: 0.005", "lr: 1e-3", 1)
+    path = tmp_path / "quirks.yaml"
+    path.write_text(text, encoding="utf-8")
+    load_study(path)
+    raw, _ = load_with_lines(path)
+    assert raw["model"]["bias"] is False and raw["train"]["optimizer"]["lr"] == 0.001
+    assert schema_errors(raw) == []
+    as_an_editor_reads_it = copy.deepcopy(raw)
+    as_an_editor_reads_it["model"]["bias"] = "off"
+    assert schema_errors(as_an_editor_reads_it) == []
+    as_an_editor_reads_it["model"]["bias"] = "maybe"
+    assert schema_errors(as_an_editor_reads_it)

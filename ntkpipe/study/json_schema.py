@@ -46,15 +46,28 @@ OVERRIDE = "Override"
 """Suffix of the partial copy of a model's schema (every key optional) that variants and cases use."""
 OWN = ("Measurement", "SweepNode", "Variant")
 """The definitions this module adds (a reference to one stays as it is in a partial copy)."""
-OPTION_TYPES = {int: "integer", float: "number", bool: "boolean", str: "string"}
+OPTION_TYPES = {int: "integer", float: "number", str: "string"}
+
+
+YAML11_BOOLEANS = {"enum": ["yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"],
+                   "description": "a YAML 1.1 boolean, as ntkpipe's loader reads it (an editor reads YAML 1.2: a string)"}
+"""Booleans in YAML 1.1 (PyYAML, ntkpipe's loader) that YAML 1.2 (the YAML language server) reads as strings."""
 
 
 class StudyJsonSchema(GenerateJsonSchema):
     """pydantic's generator without the titles it derives from field names ("N Train"): an editor
-    shows a key's description instead."""
+    shows a key's description instead; a boolean also takes the YAML 1.1 words ntkpipe reads as one."""
 
     def field_title_should_be_set(self, schema) -> bool:
         return False
+
+    def bool_schema(self, schema) -> dict:
+        return boolean()
+
+
+def boolean() -> dict:
+    """A boolean, written as YAML 1.2 does or as YAML 1.1 does (``yes``, ``off``, …)."""
+    return {"anyOf": [{"type": "boolean"}, copy.deepcopy(YAML11_BOOLEANS)]}
 
 
 def study_schema() -> dict[str, Any]:
@@ -120,7 +133,8 @@ def _partial(node: Any) -> Any:
 
 
 def option_schema(option: Option) -> dict:
-    out: dict[str, Any] = {"description": option.doc, "type": OPTION_TYPES[option.kind], "default": option.default}
+    kind = boolean() if option.kind is bool else {"type": OPTION_TYPES[option.kind]}
+    out: dict[str, Any] = {"description": option.doc, **kind, "default": option.default}
     if option.low is not None:
         out["exclusiveMinimum" if option.open_low else "minimum"] = option.low
     if option.high is not None:

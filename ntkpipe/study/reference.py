@@ -30,7 +30,7 @@ from ntkpipe.lang.schema import FIGURE_KINDS, SummarySpec
 from ntkpipe.lang.yaml_lines import load_with_lines
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.stages import STAGES
-from ntkpipe.study.json_schema import REF, option_schema, study_schema
+from ntkpipe.study.json_schema import REF, YAML11_BOOLEANS, option_schema, study_schema
 
 REFERENCE_PATH = "docs/language.md"
 """The generated reference, relative to the repository root (``ntkpipe reference`` writes it)."""
@@ -104,11 +104,12 @@ def _def(ref: str, defs: dict) -> dict:
 
 
 def _members(node: dict, defs: dict) -> list[dict]:
-    """The alternatives of a union (null left out), each resolved."""
+    """The alternatives of a union (null and the YAML 1.1 spellings of booleans left out), each resolved."""
     node = _resolve(node, defs)
     for key in ("anyOf", "oneOf"):
         if key in node and not ("type" in node and key == "anyOf" and all("const" in m for m in node[key])):
-            return [m for alt in node[key] for m in _members(alt, defs) if m.get("type") != "null"]
+            return [m for alt in node[key] for m in _members(alt, defs)
+                    if m.get("type") != "null" and m.get("enum") != YAML11_BOOLEANS["enum"]]
     return [node]
 
 
