@@ -31,13 +31,13 @@ class LabelsSpec(Strict):
     ``groups: [[1, 3, 5, 7, 9], [0, 2, 4, 6, 8]]``)."""
 
     kind: Literal["default", "eigenvector_sign", "two_groups"] = axis("label_kind", default="default")
-    """default: the source's own targets; eigenvector_sign: y = sign φ_j(x); two_groups: y = ±1 by class group (sweep axis label_kind)"""
+    """default: the source's own targets; eigenvector_sign: y = sign φ_j(x); two_groups: y = ±1 by class group (linearized-networks Sec. 3.1, 4.1; sweep axis label_kind)"""
     eigen_index: int | None = Field(None, ge=1)
     """j ≥ 1: the eigenvector φ_j (by descending eigenvalue) whose sign is the label (eigenvector_sign only)"""
     stage: str | None = None
     """the name of the eigendecomposition stage that gives φ_j (eigenvector_sign only)"""
     groups: Annotated[tuple[Ints, Ints], pydantic.Strict(False)] | None = None
-    """[+1 classes, −1 classes]: two disjoint, non-empty lists of class labels (two_groups only; default [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]])"""
+    """[+1 classes, −1 classes]: two disjoint, non-empty lists of class labels (two_groups only; default [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]], "CIFAR2" of linearized-networks Sec. 4.1)"""
 
     @model_validator(mode="after")
     def _kind_fields(self):
@@ -169,7 +169,7 @@ class ModelBase(Strict):
     """σ: the init scale of the weights (variance σ²/fan_in; CNNs and ResNets alike)"""
     output_scale: float = Field(1.0, gt=0)
     """κ: the output is f(x) = κ z_L, the readout's pre-activation times κ (solvable-model f = κuᵀWx)"""
-    gamma: float = Field(1.0, ge=0, exclude_if=lambda v: v == 1.0, description="feature-learning rate γ")
+    gamma: float = Field(1.0, ge=0, exclude_if=lambda v: v == 1.0, description="feature-learning rate γ: a network trains g = f/γ at η₀γ² (kernel-alignment Sec. 4.2)")
     bias: bool = False
     """add a bias b_ℓ to every layer, initialized at zero"""
     origin: OriginSpec | None = None
@@ -212,11 +212,11 @@ class MlpSpec(ModelBase):
     width: int = Field(ge=1)
     """N: units of every hidden layer"""
     layer_variance: list[Annotated[float, Field(gt=0)]] | None = Field(
-        None, exclude_if=lambda v: v is None, description="per-layer variance v_ℓ of the weight entries")
+        None, exclude_if=lambda v: v is None, description="per-layer variance v_ℓ of the weight entries (solvable-model Sec. 3)")
     init: Literal["gaussian", "near_parallel", "mirrored"] = Field("gaussian", exclude_if=lambda v: v == "gaussian")
-    """gaussian: i.i.d. weights; near_parallel: readout u ∥ W n plus a perturbation (depth 2); mirrored: zero output at init (depth ≥ 2, even width)"""
+    """gaussian: i.i.d. weights; near_parallel: readout u ∥ W n plus a perturbation (depth 2); mirrored: zero output at init (depth ≥ 2, even width; solvable-model Fig. 1b, Sec. 3.2)"""
     disturbance: float = Field(0.0, ge=0, exclude_if=lambda v: v == 0.0,
-                               description="ε: relative size of the perturbation of a near-parallel readout")
+                               description="ε: relative size of the perturbation of a near-parallel readout (solvable-model Fig. 1b)")
 
     @model_validator(mode="after")
     def _init_fields(self):
@@ -264,7 +264,7 @@ class CnnSpec(ModelBase):
     architecture: Literal["cnn"]
     """cnn: convolutional layers, then dense layers, then the readout"""
     preset: Literal["lenet5"] | None = None
-    """lenet5: LeNet-5 as the linearized-networks authors define it (instead of conv and dense)"""
+    """lenet5: LeNet-5 as the linearized-networks authors define it (linearized-networks Sec. 3.1; instead of conv and dense)"""
     conv: list[ConvLayerSpec] | None = None
     """the convolutional layers, input side first (instead of preset)"""
     dense: list[int] | None = None
@@ -428,7 +428,7 @@ class OptimizerSpec(Strict):
     layer_lr: list[float] | None = Field(None, exclude_if=lambda v: v is None,
                                          description="learning-rate multiplier per weight layer, input side first")
     lr_ratio: float = Field(1.0, gt=0, exclude_if=lambda v: v == 1.0,
-                            description="η_readout / η_hidden: the readout layer's multiplier")
+                            description="η_readout / η_hidden: the readout layer's multiplier (solvable-model Sec. 2.2)")
 
     @model_validator(mode="after")
     def _momentum_only_for_sgd(self):
@@ -460,7 +460,7 @@ class TrainSpec(Strict):
     optimizer: OptimizerSpec
     """the update rule and its learning rates"""
     loss: Literal["mse", "bce"] = axis("loss_function", default="mse")
-    """mse: L = (1/2P) Σ_μ |f(x_μ) − y_μ|²; bce: mean of log(1 + e^{−y f}) on ±1 labels (sweep axis loss_function)"""
+    """mse: L = (1/2P) Σ_μ |f(x_μ) − y_μ|²; bce: mean of log(1 + e^{−y f}) on ±1 labels (linearized-networks App. B; sweep axis loss_function)"""
     batch_size: int | None = Field(None, ge=1, description="null = full batch")
     steps: int | None = Field(None, ge=1, json_schema_extra=units("optimizer steps"))
     """T: the number of optimizer steps (give one of steps, epochs, max_time)"""
@@ -496,7 +496,7 @@ class EigendecompositionStage(Strict):
     """Top eigenpairs of the Gram of stage ``input``; provides eigenvector-sign labels."""
 
     compute: Literal["eigendecomposition"]
-    """eigendecomposition: the top eigenpairs (λ_j, φ_j) of a Gram"""
+    """eigendecomposition: the top eigenpairs (λ_j, φ_j) of a Gram (eigenvector-sign tasks, linearized-networks Sec. 3.1)"""
     input: str
     """the name of the ntk_gram stage whose Gram is decomposed"""
     top_k: int | None = Field(None, ge=1, description="eigenpairs kept; null = all")
@@ -512,7 +512,7 @@ class NadStage(Strict):
     compute: Literal["nad"]
     """nad: neural anisotropy directions of the network at init"""
     at: Literal["origin", "gaussian"] = "origin"
-    """origin: the mixed derivative ∇²ₓθ f at x = 0 (the authors' code); gaussian: averaged over x ~ N(0, I) (Theorem 1)"""
+    """origin: the mixed derivative ∇²ₓθ f at x = 0 (the authors' code); gaussian: averaged over x ~ N(0, I) (linearized-networks Sec. 3.2, Theorem 1)"""
     samples: int = Field(256, ge=1)
     """draws of x ~ N(0, I) in the average (at: gaussian)"""
     stein_samples: int = Field(4096, ge=16)
@@ -848,9 +848,9 @@ class ScalingSpec(Strict):
     d: list[float] | dict[str, Any]
     """the values of the scale parameter d, a list or a generator as in a sweep; they become the sweep axis d"""
     reference: float = Field(1.0, gt=0)
-    """d₀: every parameter has its spec value at d = d₀"""
+    """d₀: every parameter has its spec value at d = d₀ (solvable-model Sec. 3)"""
     powers: dict[str, float | list[float]] = Field(min_length=1)
-    """{parameter (its sweep-axis name): a}: p(d) = p₀·(d/d₀)^a; a list of powers for a list parameter"""
+    """{parameter (its sweep-axis name): a}: p(d) = p₀·(d/d₀)^a; a list of powers for a list parameter (solvable-model Sec. 3, Table 1)"""
 
 
 class StudySpec(Strict):

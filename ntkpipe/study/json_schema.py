@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import re
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -93,11 +94,26 @@ def study_schema() -> dict[str, Any]:
     defs["Measurement"] = _measurement_schema(defs)
     defs.update(_sweep_defs(props))
     _source_rules(defs["DataSpec"])
-    return {"$schema": DIALECT, "title": "ntkpipe study",
+    return _plain_descriptions({"$schema": DIALECT, "title": "ntkpipe study",
             **{k: v for k, v in root.items() if k != "title"}, "description": ROOT_DESCRIPTION,
             "patternProperties": {f"^{EXTENSION_PREFIX}": {"description": "ignored by ntkpipe: a place for YAML "
                                                                           "anchors used elsewhere in the file"}},
-            "$defs": dict(sorted(defs.items()))}
+            "$defs": dict(sorted(defs.items()))})
+
+
+def plain(text: str) -> str:
+    """Docstring markup as plain text: Sphinx roles (``:mod:`ntkpipe.x```) and double backquotes to `x`."""
+    return re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text).replace("``", "`")
+
+
+def _plain_descriptions(node: Any) -> Any:
+    """Every ``description`` of a schema as plain text (what an editor shows on hover)."""
+    if isinstance(node, list):
+        return [_plain_descriptions(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: plain(inspect.cleandoc(v)) if k == "description" and isinstance(v, str) else _plain_descriptions(v)
+            for k, v in node.items()}
 
 
 def schema_text() -> str:

@@ -30,7 +30,7 @@ from ntkpipe.lang.schema import FIGURE_KINDS, SummarySpec
 from ntkpipe.lang.yaml_lines import load_with_lines
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.stages import STAGES
-from ntkpipe.study.json_schema import REF, YAML11_BOOLEANS, option_schema, study_schema
+from ntkpipe.study.json_schema import REF, YAML11_BOOLEANS, option_schema, plain, study_schema
 
 REFERENCE_PATH = "docs/language.md"
 """The generated reference, relative to the repository root (``ntkpipe reference`` writes it)."""
@@ -81,7 +81,7 @@ class Entry:
 
 def _wrap(text: str, indent: str, rest: str | None = None) -> list[str]:
     """``text`` on lines of at most 110 characters, whitespace normalized, double backquotes made single."""
-    return textwrap.wrap(" ".join(text.replace("``", "`").split()), 110, initial_indent=indent,
+    return textwrap.wrap(" ".join(plain(text).split()), 110, initial_indent=indent,
                          subsequent_indent=indent if rest is None else rest) or [indent]
 
 
@@ -185,9 +185,9 @@ def _snippet(path: tuple[str, ...], value: Any, where: str) -> str:
     """``value`` at ``path`` as nested YAML (collections of scalars inline), with the spec it is taken from."""
     lines = [f"{'  ' * depth}{key}:" for depth, key in enumerate(path[:-1])]
     indent = "  " * (len(path) - 1)
-    if isinstance(value, (dict, list)) and value:
-        body = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
-        lines += [f"{indent}{path[-1]}:", *(f"{indent}  {line}" for line in body.rstrip().splitlines())]
+    body = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100).rstrip()
+    if isinstance(value, (dict, list)) and value and "\n" in body:
+        lines += [f"{indent}{path[-1]}:", *(f"{indent}  {line}" for line in body.splitlines())]
     else:
         lines.append(f"{indent}{path[-1]}: {_yaml_scalar(value)}")
     return "\n".join(lines + ([f"# {where}"] if where else []))
@@ -643,8 +643,7 @@ def _markdown_entry(entry: Entry) -> list[str]:
 
 
 def _md(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|") if "``" not in text else \
-        " ".join(text.replace("``", "`").split()).replace("|", "\\|")
+    return " ".join(plain(text).split()).replace("|", "\\|")
 
 
 def _code_list(value: str) -> str:

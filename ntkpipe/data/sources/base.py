@@ -67,7 +67,7 @@ class Source:
 
 Dim = Annotated[int | None, Field(ge=1, description="input dimension D of synthetic data")]
 Gamma = Annotated[float | None, Field(ge=0.0, le=1.0, description="γ of the partial whitening X_γ = U S^γ Vᵀ; "
-                                                                   "null = raw inputs")]
+                                                                   "null = raw inputs (silent-alignment Sec. 5)")]
 Noise = Annotated[float, Field(gt=0, description="σ: noise standard deviation of nad and gaussian_mixture data")]
 Classes = Annotated[list[int] | None, Field(description="class labels to keep; null = all")]
 ImageSize = Annotated[int | None, Field(ge=2, description="resize images to image_size × image_size",
