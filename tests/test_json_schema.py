@@ -140,3 +140,19 @@ def test_yaml_quirks_the_loader_accepts_pass_the_schema_as_an_editor_reads_them(
     assert schema_errors(as_an_editor_reads_it) == []
     as_an_editor_reads_it["model"]["bias"] = "maybe"
     assert schema_errors(as_an_editor_reads_it)
+
+
+def test_extension_keys_and_yaml_booleans_in_a_sweep(tmp_path):
+    """Top-level ``x-…`` keys (YAML anchors) are ignored by the loader and allowed by the schema; a sweep
+    over a boolean axis takes the YAML 1.1 words as an editor reads them."""
+    text = (REPO / "specs" / "two_layer_dynamics.yaml").read_text(encoding="utf-8")
+    text += "\nx-shared: &shared {lr: 0.005}\n"
+    path = tmp_path / "extended.yaml"
+    path.write_text(text, encoding="utf-8")
+    load_study(path)
+    raw, _ = load_with_lines(path)
+    assert schema_errors(raw) == []
+    raw["sweep"] = {"bias": ["off", "on"]}
+    assert schema_errors(raw) == []
+    raw["sweep"] = {"bias": ["maybe"]}
+    assert schema_errors(raw)

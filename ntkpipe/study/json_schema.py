@@ -236,7 +236,7 @@ def _axis_item(path: tuple[str, ...]) -> dict:
         return {"type": ["number", "null"] if nullable else "number"}
     if kind == "list":
         return {"type": ["array", "null"], "items": {"type": "number"}}
-    schemas = [TypeAdapter(a).json_schema() for a in annotations]
+    schemas = [TypeAdapter(a).json_schema(schema_generator=StudyJsonSchema) for a in annotations]
     return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
 
 
@@ -262,11 +262,12 @@ def _field_description(path: tuple[str, ...]) -> str:
 
 def _sweep_defs(props: dict) -> dict[str, dict]:
     """The sweep grammar: a node maps axes to values and combines sub-nodes."""
-    values = {"$ref": REF + "SweepValues"}
+    generator = {"$ref": REF + "SweepGenerator"}
     axes = {name: {"description": f"{'.'.join(path)} ({_field_description(path)}): its values",
-                   "anyOf": [{"type": "array", "minItems": 1, "items": _axis_item(path)}, values]}
+                   "anyOf": [{"type": "array", "minItems": 1, "items": _axis_item(path)}, generator]}
             for name, path in AXES.items()}
-    axes["d"] = {"description": "the scale parameter d of the study's scaling: values for this sub-grid", **values}
+    axes["d"] = {"description": "the scale parameter d of the study's scaling: values for this sub-grid",
+                 "anyOf": [{"type": "array", "minItems": 1, "items": {"type": "number"}}, generator]}
     nodes = {"type": "array", "minItems": 1, "items": {"$ref": REF + "SweepNode"}}
     overrides = {key: {"$ref": REF + "Variant/properties/" + key} for key in sweep.OVERRIDABLE}
     cases = {"description": "new axes whose values are labels, each a set of overrides: {axis: {label: {data: …, "
@@ -278,7 +279,7 @@ def _sweep_defs(props: dict) -> dict[str, dict]:
                  "additionalProperties": False, "properties": overrides}}}
     node_doc = inspect.getdoc(sweep).split("\n\n")[1]
     return {
-        "SweepValues": {"anyOf": [{"type": "array", "minItems": 1}, _generator_schema()]},
+        "SweepGenerator": _generator_schema(),
         "SweepNode": {
             "description": props["sweep"].get("description", "") + "\n\n" + node_doc,
             "type": "object", "additionalProperties": False,

@@ -479,7 +479,7 @@ def _sweep_entries(defs: dict, root: dict) -> list[Entry]:
                             "not used by a shipped study"))
         out.append(Entry(f"sweep.{form}", "sweep form", node["properties"][form]["description"],
                          type_text(node["properties"][form], defs), example=example))
-    generators = defs["SweepValues"]["anyOf"][1]["properties"]
+    generators = defs["SweepGenerator"]["properties"]
     for name, gen in generators.items():
         uses = [(value, spec_name) for spec_name, spec in shipped_specs().items()
                 if (value := _find_generator(spec.get("sweep"), name)) is not None]
