@@ -63,9 +63,12 @@ class Entry:
     @property
     def sources(self) -> str:
         """The papers (and their sections) the meaning cites, with the section of docs/papers.md on each."""
-        found = dict.fromkeys(f"{m.group(1)}{m.group(2)}".strip(" ,") + f" ({PAPERS[_paper(m.group(1))]})"
-                              for m in CITATION.finditer(" ".join((self.meaning, *self.details))))
-        return "; ".join(found) or "ntkpipe's own (no paper)"
+        for text in (self.meaning, " ".join(self.details)):  # the details only where the meaning cites none
+            found = dict.fromkeys(f"{m.group(1)}{m.group(2)}".strip(" ,") + f" ({PAPERS[_paper(m.group(1))]})"
+                                  for m in CITATION.finditer(text))
+            if found:
+                return "; ".join(found)
+        return "ntkpipe's own (no paper)"
 
     def lines(self) -> list[str]:
         """The entry as terminal text."""
@@ -612,8 +615,9 @@ def markdown() -> str:
            "`ntkpipe new NAME` writes a study to start from, `ntkpipe validate` checks a spec completely. The papers "
            "are cited by short name (silent-alignment, kernel-alignment, linearized-networks, solvable-model); "
            "their references, derivations and the code's departures are in docs/papers.md.", "",
-           "Each entry: its type, default, allowed values and units where it has them, its meaning, the paper it "
-           "comes from and a YAML example (taken from a shipped spec where one sets it). Figures named "
+           "Each entry: what it is (in parentheses: the architectures, kinds or sources that take a key), its type, "
+           "default, allowed values and units where it has them, its meaning, the paper it comes from and a YAML "
+           "example (taken from a shipped spec where one sets it). Figures named "
            "`results/<study>/figures/<name>.png` are made by `snakemake` from the shipped studies.", ""]
     known = entries()
     out += ["## Sections", ""] + [f"- [`{s}`](#{_anchor(s)})" for s in SECTIONS] + [""]
