@@ -72,7 +72,7 @@ def image_dirs(tmp_path_factory):
         yield write_fake_image_data(tmp_path_factory.mktemp("image-data"))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=settings().max_examples // 2)  # no training, a few validations each (ci: 25)
 @given(data=st.data())
 def test_a_generated_study_that_validates_passes_the_schema(data, image_dirs, tmp_path_factory):
     """validate accepts ⇒ the schema accepts: the file as written and each of its variants merged."""
