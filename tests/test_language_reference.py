@@ -113,7 +113,9 @@ def test_the_reference_and_explain_cover_every_key():
     ("measure.energy_concentration", "measure.energy_concentration"), ("data.source", "data.source"),
     ("data.mnist", "data.source.mnist"), ("figures.sweep", "figures.sweep"), ("figures.0.x", "figures.sweep.x"),
     ("energy_concentration.subset", "measure.energy_concentration.subset"), ("model.ofe", "model.kind.ofe"),
-    ("sweep.zip", "sweep.zip"), ("sigma", "model.sigma"), ("summaries.power_law", "summaries.power_law")])
+    ("sweep.zip", "sweep.zip"), ("sigma", "model.sigma"), ("summaries.power_law", "summaries.power_law"),
+    ("sweep.zip.width", "model.width"), ("variants.paper.train.lr", "train.optimizer.lr"), ("variants.paper", "variants"),
+    ("figures[0].variables", "figures.time_series.variables"), ("Train.Optimizer.LR", "train.optimizer.lr")])
 def test_explain_takes_what_a_user_types(typed, shown, capsys):
     assert main(["explain", typed]) == 0
     out = capsys.readouterr().out

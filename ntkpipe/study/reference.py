@@ -573,12 +573,19 @@ def resolve(query: str) -> list[str]:
     entry without its field (``data.mnist``, ``model.ofe``); or the keys ending in it (``top_k``)."""
     known = entries()
     key = query.strip().strip(".").lower().replace("-", "_").replace("[]", "")
-    key = re.sub(r"\.\d+(?=\.|$)", "", key)  # list indices: figures.0.x → figures.x
+    key = re.sub(r"\[\d+\]|\.\d+(?=\.|$)", "", key)  # list indices: figures.0.x, figures[0].x → figures.x
+    key = re.sub(r"\.{2,}", ".", key)
     if key in known:
         return [key]
+    if key.startswith("variants."):  # variants.<name>[.<key>]: the variants, or the key a variant overrides
+        parts = key.split(".", 2)
+        return resolve(parts[2]) if len(parts) == 3 else ["variants"]
     head, _, last = key.rpartition(".")
-    if last in AXES and (not head or AXES[last][0] == head.split(".")[0]):
+    section = head.split(".")[0]
+    if last in AXES and (not head or section in (AXES[last][0], "sweep")):
         return [".".join(AXES[last])]
+    if key == "sweep.d":
+        return ["scaling.d"]
     for field in ("source", "architecture", "kind"):
         if f"{head}.{field}.{last}" in known:
             return [f"{head}.{field}.{last}"]
