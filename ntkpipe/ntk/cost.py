@@ -35,8 +35,7 @@ def forward_flops(model: eqx.Module, example: Float[Array, "..."]) -> float:
     Only shapes and dtypes are used, so ``model`` and ``example`` may be tracers (inside ``jax.jit``).
     """
     arrays, rest = eqx.partition(model, eqx.is_array)
-    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False)),
-                            (arrays, example))
+    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), (arrays, example))
     lowered = jax.jit(lambda a, x: eqx.combine(a, rest)(x)).lower(*abstract)
     return float(lowered.cost_analysis()["flops"])
 
