@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from cnn_ntk import cifar_sized_images  # noqa: E402 (benchmarks/ is not a package)
 from gram_vs_gemm import layer_gemm_flops  # noqa: E402 (benchmarks/ is not a package)
+from main_job import job_phases, table  # noqa: E402 (benchmarks/ is not a package)
 from nt_reference import relative_error, sample_rows  # noqa: E402 (benchmarks/ is not a package)
 from suite_time import compile_seconds, job_seconds  # noqa: E402 (benchmarks/ is not a package)
 from train_throughput import step_flops  # noqa: E402 (benchmarks/ is not a package)
@@ -106,3 +107,26 @@ def test_cifar_sized_images_are_standardized_per_pixel():
     assert x.shape == (50, 32, 32, 3)
     np.testing.assert_allclose(x.mean(axis=0), 0.0, atol=1e-12)
     assert np.sqrt(np.mean(x**2)) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_main_job_splits_a_training_job_into_its_phases(tmp_path):
+    """A run job of 10 s whose store records 4 s of training, 3 s of measurement and 8 s of job
+    (so 2 s of writing), with 5 s of compile events: rest = 10 − 7 − 2 = 1 s; a plot job is all rest."""
+    import xarray as xr
+
+    results = tmp_path / "results"
+    xr.Dataset({"seconds_train": 4.0, "seconds_measure": 3.0, "seconds_job": 8.0}).to_zarr(
+        results / "runs" / "0123456789abcdef.zarr", zarr_format=2)
+    run = {"log": str(results / "logs" / "train" / "0123456789abcdef.log"), "programs": 3, "start": 100.0,
+           "end": 110.0, "trace": 0.5, "lower": 0.5, "xla": 4.0}
+    rule, name, phases = job_phases(run, results, index=None)
+    assert (rule, name) == ("train", "0123456789abcdef")
+    assert phases == pytest.approx({"compile": 5.0, "trace": 0.5, "lower": 0.5, "xla": 4.0, "train": 4.0,
+                                    "measure": 3.0, "write": 2.0, "rest": 1.0, "wall": 10.0})
+    plot = {"log": str(results / "logs" / "plot" / "study" / "fig.log"), "programs": 0, "start": 0.0, "end": 2.5}
+    rule, _, phases = job_phases(plot, results, index=None)
+    assert rule == "plot" and phases["rest"] == phases["wall"] == 2.5
+    rows = {"study": {"jobs": 2, "programs": 3, **{k: v + (2.5 if k in ("rest", "wall") else 0.0)
+                                                    for k, v in job_phases(run, results, None)[2].items()}}}
+    assert table("study", rows)[-1] == "| **total** | 2 | 12.5 | 5.0 (0.5, 0.5, 4.0) | 3 | 4.0 | 3.0 | 2.0 | 3.5 |"
+
