@@ -237,3 +237,58 @@ def test_packed_runs_through_slurm_cpu_equal_the_in_process_packed_run(cluster_r
     cluster, in_process = open_dataset(run.tmp / "slurm"), open_dataset(run.tmp / "threads")
     compared = same_variables(cluster, in_process)
     assert {"loss", "kernel_norm", "test_accuracy"} <= set(compared) and in_process.sizes["sigma"] == 2
+
+
+# One run long enough to be cancelled mid-training (GD in float64: bit-identical on resume).
+LONG_STUDY = """\
+data: {source: digits, classes: [0, 1], n_train: 60, n_test: 20}
+model: {depth: 3, width: 32, activation: tanh, sigma: 1.2}
+train:
+  optimizer: {name: adam, lr: 0.002}
+  dtype: float64
+  steps: 3000
+  checkpoints: {per_decade: 40}
+measure: [loss, kernel_norm, alignment, test_accuracy]
+"""
+
+
+def cancel_when_snapshot(runs: Path, cancelled: list[str], stop: threading.Event) -> None:
+    """scancel the running training job as soon as its resume snapshot exists (``runs/*.resume.npz``)."""
+    while not stop.is_set():
+        if list(runs.glob("*.resume.npz")):
+            listed = subprocess.run(["squeue", "--noheader", "--states=RUNNING", "--format=%i %k"],
+                                    capture_output=True, text=True).stdout.split()
+            running = [job for job, comment in zip(listed[::2], listed[1::2]) if comment.startswith("rule_train_")]
+            if running:
+                subprocess.run(["scancel", running[0]], check=True)
+                cancelled.append(running[0])
+                return
+        time.sleep(0.2)
+
+
+def test_training_job_cancelled_mid_training_resumes_on_retry(slurm_cluster, tmp_path):
+    """scancel of a running training job (SIGTERM, then SIGKILL): the retry resumes from its last
+    snapshot (snapshots at every checkpoint here: NTKPIPE_SNAPSHOT_SECONDS=0) instead of starting over,
+    and the study's dataset equals the in-process run's bit for bit."""
+    tmp = write_specs(tmp_path, LONG_STUDY)
+    cancelled: list[str] = []
+    stop = threading.Event()
+    watcher = threading.Thread(target=cancel_when_snapshot, args=(tmp / "slurm" / "runs", cancelled, stop),
+                               daemon=True)
+    watcher.start()
+    started = snakemake(tmp, "slurm", *through("slurm-cpu"), env={"NTKPIPE_SNAPSHOT_SECONDS": "0"})
+    try:
+        code, output = finish(snakemake(tmp, "threads", "--cores", "1"))
+        assert code == 0, output[-3000:]
+        code, output = finish(started)
+    finally:
+        stop.set()
+        stop_snakemake(started[0])
+    assert code == 0 and len(cancelled) == 1, output[-4000:]
+    assert f"SLURM-job '{cancelled[0]}' failed, SLURM status is: 'CANCELLED'" in output
+    logs = "".join(p.read_text() for p in (tmp / ".snakemake" / "slurm_logs" / "rule_train").rglob("*.log"))
+    resumed = re.search(r"resuming run ([0-9a-f]{16}) at step (\d+) of 3000", logs)
+    assert resumed and 0 < int(resumed.group(2)) < 3000, logs[-3000:]
+    assert not list((tmp / "slurm" / "runs").glob("*.resume.npz"))
+    compared = same_variables(open_dataset(tmp / "slurm"), open_dataset(tmp / "threads"))
+    assert {"loss", "kernel_norm", "alignment", "test_accuracy"} <= set(compared)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+import os
 import signal
 import sys
 import threading
@@ -157,8 +158,9 @@ Measure = Callable[[Any, int, bool], dict]
 """(checkpoint, index, last) → the measured values (a ``loss`` among them for divergence)."""
 
 SNAPSHOT_SECONDS = 30.0
-"""A run with a resume file saves a snapshot at a checkpoint at most this often (wall-clock seconds),
-and always at its last checkpoint and when it receives SIGTERM."""
+"""A run with a resume file saves a snapshot at a checkpoint at most this often (wall-clock seconds;
+the environment variable ``NTKPIPE_SNAPSHOT_SECONDS`` overrides it), and always at its last checkpoint
+and when it receives SIGTERM. A SIGKILL loses at most this much training (plus a segment)."""
 
 
 class Preempted(RuntimeError):
@@ -260,7 +262,7 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
     ``identity`` (``ids`` of the members' runs, their ``lineages``) names the run in snapshots
     (:mod:`ntkpipe.train.snapshot`). With a ``resume`` path, a snapshot there of this run is resumed
     from, one is saved there at checkpoints (every ``snapshot_seconds``, default
-    :data:`SNAPSHOT_SECONDS`, and at the last), and SIGTERM saves one at the next checkpoint and raises
+    :data:`SNAPSHOT_SECONDS`, and at the last once a step is done), and SIGTERM saves one at the next checkpoint and raises
     :class:`Preempted`; the caller removes it once the run's results are written. ``donor``, the final
     snapshot of a shorter run of the same lineage, is continued where that equals training from step 0
     (:func:`continued`). A single member's trajectory carries its final snapshot (``snapshot``).
@@ -270,7 +272,8 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
     ckpts = checkpoint_steps(spec.checkpoints, total)
     last = len(ckpts) - 1
     identity = {"ids": [], "lineages": [], **(identity or {}), "steps": [int(s) for s in ckpts]}
-    every = SNAPSHOT_SECONDS if snapshot_seconds is None else snapshot_seconds
+    every = (float(os.environ.get("NTKPIPE_SNAPSHOT_SECONDS", SNAPSHOT_SECONDS)) if snapshot_seconds is None
+             else snapshot_seconds)
     tic = time.perf_counter()
     position = _start(stepper, stepper.init(ckpts), ckpts, identity, resume, donor, label)
     position.seconds[0] += time.perf_counter() - tic
