@@ -217,7 +217,7 @@ def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume
 def continued(stepper: Stepper, donor: snapshot.Snapshot, template, ends: list, ckpts: np.ndarray,
               identity: dict) -> Position:
     """The position of a run that continues ``donor``, the final snapshot of a shorter run of its lineage
-    (:mod:`ntkpipe.train.lineage`: the same config but for the horizon and the checkpoints): the donor's
+    (:mod:`ntkpipe.jobs.lineage`: the same config but for the horizon and the checkpoints): the donor's
     state at its last step T₀, its records at this run's checkpoints before T₀ (they must be the donor's
     checkpoints before T₀; a log grid is, a linear one over the total is not), and a checkpoint at T₀
     measured anew from that state (the donor measured it as its last). A member that stopped before T₀

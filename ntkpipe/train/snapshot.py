@@ -10,7 +10,7 @@ a snapshot restores only onto the same layout of array leaves (shapes and dtypes
 
 The driver writes one at checkpoints (its resume file, a run that was killed goes on from there)
 and one at the end (the run's final state, kept in its store, which a longer run of the same
-lineage continues, :mod:`ntkpipe.train.lineage`). Files are written atomically (a temporary file,
+lineage continues, :mod:`ntkpipe.jobs.lineage`). Files are written atomically (a temporary file,
 then ``os.replace``): a kill while writing leaves the previous snapshot.
 """
 
