@@ -68,8 +68,10 @@ class StoreCheck:
         return self.version != __version__
 
 
-def write_store(ds: xr.Dataset, path: str | Path, *, config: dict, store_id: str) -> Path:
-    """Write ``ds`` to ``path`` atomically, with provenance attrs and its manifest; returns the path.
+def write_store(ds: xr.Dataset, path: str | Path, *, config: dict, store_id: str,
+                files: dict[str, bytes] | None = None) -> Path:
+    """Write ``ds`` to ``path`` atomically, with provenance attrs, the extra root ``files`` (name -> bytes,
+    e.g. a run's final training snapshot) and its manifest (listing them too); returns the path.
 
     Temporary directories that killed writes of the same ``path`` left behind are removed first
     (Snakemake never runs two jobs with one output, so none of them is still being written)."""
@@ -84,6 +86,8 @@ def write_store(ds: xr.Dataset, path: str | Path, *, config: dict, store_id: str
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
         ds.to_zarr(tmp, mode="w-", zarr_format=ZARR_FORMAT, consolidated=True)
+        for name, data in (files or {}).items():
+            (tmp / name).write_bytes(data)
         _write_manifest(tmp, store_id, config_hash)
         if path.exists():
             old = path.with_name(f".{path.name}.old-{uuid.uuid4().hex[:8]}")

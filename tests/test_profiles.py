@@ -82,6 +82,14 @@ def test_slurm_profiles_read_job_states_with_squeue(name):
     assert profile(name)["slurm-status-command"] == "squeue"
 
 
+@pytest.mark.parametrize("name", ["slurm", "slurm-cpu"])
+def test_slurm_profiles_requeue_and_retry_killed_jobs(name):
+    """A preempted job goes back to the queue (sbatch --requeue), and a training job ended by SIGTERM
+    (scancel, the time limit) is retried, resuming from its snapshot (tests/test_slurm.py)."""
+    config = profile(name)
+    assert config["slurm-requeue"] is True and config["retries"] >= 1
+
+
 def test_lsf_sends_exactly_the_training_and_kernel_rules_to_a_gpu_queue():
     config = profile("lsf")
     assert config["executor"] == "lsf"

@@ -237,3 +237,66 @@ def test_packed_runs_through_slurm_cpu_equal_the_in_process_packed_run(cluster_r
     cluster, in_process = open_dataset(run.tmp / "slurm"), open_dataset(run.tmp / "threads")
     compared = same_variables(cluster, in_process)
     assert {"loss", "kernel_norm", "test_accuracy"} <= set(compared) and in_process.sizes["sigma"] == 2
+
+
+# One run long enough to be cancelled mid-training (GD in float64: bit-identical on resume).
+LONG_STUDY = """\
+data: {source: digits, classes: [0, 1], n_train: 60, n_test: 20}
+model: {depth: 3, width: 32, activation: tanh, sigma: 1.2}
+train:
+  optimizer: {name: adam, lr: 0.002}
+  dtype: float64
+  steps: 3000
+  checkpoints: {per_decade: 40}
+measure: [loss, kernel_norm, alignment, test_accuracy]
+"""
+
+
+def kill_when_snapshot(runs: Path, killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the training job's process (the job step's `snakemake --target-jobs train:…` on this
+    single-node cluster: a node lost mid-training) as soon as its resume snapshot exists."""
+    while not stop.is_set():
+        if list(runs.glob("*.resume.npz")):
+            for proc in Path("/proc").iterdir():
+                try:
+                    command = (proc / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                ours = any(str(runs.parent).encode() in arg for arg in command)  # its --config results=…
+                # the job step's snakemake, which runs the job (the batch script's has --executor slurm-jobstep)
+                if (ours and b"--target-jobs" in command and b"--executor" not in command
+                        and any(arg.startswith(b"train:run_id=") for arg in command)):
+                    os.kill(int(proc.name), signal.SIGKILL)
+                    killed.append(int(proc.name))
+                    return
+        time.sleep(0.2)
+
+
+def test_training_job_killed_mid_training_resumes_on_retry(slurm_cluster, tmp_path):
+    """A training job killed mid-training: the retry resumes from its last snapshot (snapshots at every
+    checkpoint here: NTKPIPE_SNAPSHOT_SECONDS=0) instead of starting over, and the study's dataset
+    equals the in-process run's bit for bit. The job's process gets SIGKILL: what a lost node does, and
+    what follows SIGTERM after the cluster's KillWait (a plain scancel sends SIGTERM first; Snakemake,
+    which runs the job in a thread, waits for it, and this tiny run would finish in that time)."""
+    tmp = write_specs(tmp_path, LONG_STUDY)
+    killed: list[int] = []
+    stop = threading.Event()
+    watcher = threading.Thread(target=kill_when_snapshot, args=(tmp / "slurm" / "runs", killed, stop), daemon=True)
+    watcher.start()
+    started = snakemake(tmp, "slurm", *through("slurm-cpu"), "--slurm-keep-successful-logs",
+                        env={"NTKPIPE_SNAPSHOT_SECONDS": "0"})
+    try:
+        code, output = finish(snakemake(tmp, "threads", "--cores", "1"))
+        assert code == 0, output[-3000:]
+        code, output = finish(started)
+    finally:
+        stop.set()
+        stop_snakemake(started[0])
+    assert code == 0 and len(killed) == 1, output[-4000:]
+    assert "Error in rule train" in output and "Trying to restart job" in output
+    logs = "".join(p.read_text() for p in (tmp / ".snakemake" / "slurm_logs" / "rule_train").rglob("*.log"))
+    resumed = re.search(r"resuming run ([0-9a-f]{16}) at step (\d+) of 3000", logs)
+    assert resumed and 0 < int(resumed.group(2)) < 3000, logs[-3000:]
+    assert not list((tmp / "slurm" / "runs").glob("*.resume.npz"))
+    compared = same_variables(open_dataset(tmp / "slurm"), open_dataset(tmp / "threads"))
+    assert {"loss", "kernel_norm", "alignment", "test_accuracy"} <= set(compared)

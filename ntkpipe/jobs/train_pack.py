@@ -7,7 +7,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ntkpipe.jobs.train_run import member_measures, write_run_store
+from ntkpipe.jobs.lineage import lineage_id
+from ntkpipe.jobs.train_run import member_measures, remove_resume_file, resume_file, write_run_store
 from ntkpipe.stages import run_context
 from ntkpipe.study.plan import RunJob
 from ntkpipe.train.driver import drive, stepper_factory
@@ -24,7 +25,8 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
     Members whose networks differ in a static field or whose data differ in shape train in
     separate compiled programs within this job. A run's ``seconds_train`` and ``seconds_measure``
     are its share (1/k) of its program's compiled calls and checkpoint measurements, plus its own
-    final measurements; ``seconds_job`` adds its share of the setup and its own store."""
+    final measurements; ``seconds_job`` adds its share of the setup and its own store. Each program
+    resumes from its snapshot (``<first member's store>.pack-resume.npz``) if an attempt was killed."""
     if len(jobs) != len(outs):
         raise ValueError(f"train_pack: {len(jobs)} runs but {len(outs)} output paths")
     tic = time.perf_counter()
@@ -37,10 +39,14 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
     for members in groups.values():
         pack = [runs[i] for i in members]
         stepper = stepper_factory(pack[0].spec.model.kind, packed=True)(pack)
+        resume = resume_file(Path(outs[members[0]]), ".pack-resume.npz")
         trajectories = drive(stepper, pack[0].spec.train, member_measures(pack),
                              n_train=len(pack[0].data.y_train), etas=[run.spec.train.optimizer.lr for run in pack],
-                             label=_label(jobs[members[0]], len(members)))
+                             label=_label(jobs[members[0]], len(members)),
+                             identity={"ids": [jobs[i].id for i in members],
+                                       "lineages": [lineage_id(jobs[i].config) for i in members]}, resume=resume)
         for i, traj in zip(members, trajectories):
             start = time.perf_counter() - setup - traj.seconds["train"] - traj.seconds["measure"]
             written[i] = write_run_store(jobs[i], runs[i], traj, outs[i], start)
+        remove_resume_file(resume)
     return written

@@ -9,6 +9,9 @@ import numpy as np
 
 from ntkpipe.errors import ResultError
 from ntkpipe.jobs.describe import describe
+from ntkpipe.jobs.lineage import FINAL_SNAPSHOT, lineage_id
+from ntkpipe.jobs.lineage import donor as shorter_run
+from ntkpipe.jobs.lineage import record as record_run
 from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
 from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, PackedView, RunContext
@@ -17,7 +20,7 @@ from ntkpipe.stages import run_context
 from ntkpipe.store import write_store
 from ntkpipe.study.final_items import FINAL_ITEMS_ATTR, final_items_attr
 from ntkpipe.study.plan import RunJob
-from ntkpipe.train.driver import Trajectory, drive, stepper_factory
+from ntkpipe.train.driver import Trajectory, drive, stepper_factory, total_steps
 from ntkpipe.train.final_state import state_variables
 from ntkpipe.train.kernel_dynamics import KernelOutputs
 from ntkpipe.train.packed import PackCheckpoint
@@ -67,25 +70,49 @@ def member_measures(runs: list[RunContext]):
             for i in range(len(runs))]
 
 
-def _evolve(job: RunJob, run: RunContext) -> Trajectory:
-    """The run's model kind stepped through the driver, with measurements at every checkpoint."""
+def resume_file(out: Path, suffix: str = ".resume.npz") -> Path:
+    """Where the training job of the store ``out`` keeps its resume snapshot: beside the store, outside
+    Snakemake's ``directory()`` output (removed before a retry), until the store is written."""
+    return out.with_name(out.name + suffix)
+
+
+def remove_resume_file(path: Path) -> None:
+    """Remove a resume snapshot and the temporary files of its killed writes."""
+    path.unlink(missing_ok=True)
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):
+        stale.unlink(missing_ok=True)
+
+
+def _evolve(job: RunJob, run: RunContext, out: Path) -> Trajectory:
+    """The run's model kind stepped through the driver, with measurements at every checkpoint: resumed
+    from its snapshot if an earlier attempt was killed, else continued from a shorter run of its
+    lineage if one is done (:mod:`ntkpipe.jobs.lineage`)."""
     stepper = stepper_factory(job.spec.model.kind)(run, _reference(run, job.stage_paths.get("reference")))
-    return drive(stepper, job.spec.train, member_measures([run]), n_train=len(run.data.y_train),
-                 etas=[job.spec.train.optimizer.lr], label=job.label or f"run {job.id[:8]}")[0]
+    n_train, resume, lineage = len(run.data.y_train), resume_file(out), lineage_id(job.config)
+    donor = None if resume.exists() else shorter_run(out, lineage, total_steps(job.spec.train, n_train))
+    return drive(stepper, job.spec.train, member_measures([run]), n_train=n_train,
+                 etas=[job.spec.train.optimizer.lr], label=job.label or f"run {job.id[:8]}",
+                 identity={"ids": [job.id], "lineages": [lineage]}, resume=resume, donor=donor)[0]
 
 
 def train_run(job: RunJob, out: str | Path) -> Path:
-    """Train one run and write its store (:func:`write_run_store`)."""
+    """Train one run and write its store (:func:`write_run_store`); then its resume snapshot goes."""
     tic = time.perf_counter()
+    out = Path(out)
     run = run_context(job.spec, job.stage_paths)
-    return write_run_store(job, run, _evolve(job, run), out, tic)
+    path = write_run_store(job, run, _evolve(job, run, out), out, tic)
+    remove_resume_file(resume_file(out))
+    return path
 
 
 def write_run_store(job: RunJob, run: RunContext, traj: Trajectory, out: str | Path, tic: float) -> Path:
     """The store of a trained run: series over ``time``, the final measurements ``job.finals``
     (listed in the attribute ``final_items``), the final state they are computed from (so that a
     final job can add others, :mod:`ntkpipe.train.final_state`), timings (``seconds_job`` since
-    ``tic``); every variable and coordinate carries its CF attrs (:func:`ntkpipe.jobs.describe.describe`)."""
+    ``tic``); every variable and coordinate carries its CF attrs (:func:`ntkpipe.jobs.describe.describe`).
+    Its attrs name its ``lineage`` and the optimizer steps it took itself (``steps_trained``); a single
+    run's final snapshot (:data:`ntkpipe.jobs.lineage.FINAL_SNAPSHOT`) is a file of the store, indexed
+    under its lineage for longer runs to continue."""
     spec = job.spec
     series = checkpoint_variables(spec)
     values = {k: v for k, v in traj.series.items() if k in series}
@@ -100,4 +127,10 @@ def write_run_store(job: RunJob, run: RunContext, traj: Trajectory, out: str | P
     ds["seconds_measure"] = traj.seconds["measure"] + seconds_final
     ds["seconds_job"] = time.perf_counter() - tic
     ds.attrs[FINAL_ITEMS_ATTR] = final_items_attr(job.finals)
-    return write_store(describe(ds), out, config=job.config, store_id=job.id)
+    lineage = lineage_id(job.config)
+    ds.attrs.update(lineage=lineage, steps_trained=int(traj.steps_trained))
+    files = {FINAL_SNAPSHOT: traj.snapshot} if traj.snapshot is not None else None
+    path = write_store(describe(ds), out, config=job.config, store_id=job.id, files=files)
+    if files:
+        record_run(Path(out), lineage, int(traj.steps[-1]))
+    return path

@@ -21,11 +21,18 @@ A stepper advances k ≥ 1 members (runs) together; a member that diverges stops
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
+import os
+import signal
+import sys
+import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import equinox as eqx
@@ -34,6 +41,8 @@ import numpy as np
 from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.schema import CheckpointSpec, TrainSpec
 from ntkpipe.progress import Progress
+from ntkpipe.train import snapshot
+from ntkpipe.train.snapshot import Position, SnapshotMismatch
 
 EXPLOSION_FACTOR = 10.0
 """A run whose last measured loss exceeds this multiple of its initial loss diverged: it ended an order of
@@ -93,6 +102,10 @@ class Trajectory:
     seconds: dict[str, float] = field(default_factory=dict)
     finals: dict[str, float] = field(default_factory=dict)
     """Numbers the dynamics itself yields (e.g. the OFE's conservation error), for final measurements."""
+    steps_trained: int = 0
+    """Optimizer steps this run took itself (not those of a shorter run it continued)."""
+    snapshot: bytes | None = None
+    """The driver's final snapshot (a single member's: what a longer run continues from)."""
 
 
 def stack_records(records: list[dict], n_checkpoints: int) -> dict[str, np.ndarray]:
@@ -111,6 +124,9 @@ class Stepper(Protocol):
     precomputed closed-form states); the driver only passes it back."""
 
     members: int
+    continues: bool
+    """Whether a longer run may continue its state at a step (nothing in its dynamics depends on the
+    total number of steps; :func:`continued`)."""
 
     def init(self, steps: np.ndarray) -> Any:
         """The state at step 0, given the checkpoint steps (the last is the total)."""
@@ -141,9 +157,98 @@ class Stepper(Protocol):
 Measure = Callable[[Any, int, bool], dict]
 """(checkpoint, index, last) → the measured values (a ``loss`` among them for divergence)."""
 
+SNAPSHOT_SECONDS = 30.0
+"""A run with a resume file saves a snapshot at a checkpoint at most this often (wall-clock seconds;
+the environment variable ``NTKPIPE_SNAPSHOT_SECONDS`` overrides it), and always at its last checkpoint
+and when it receives SIGTERM. A SIGKILL loses at most this much training (plus a segment)."""
+
+
+class Preempted(RuntimeError):
+    """The run received SIGTERM (Slurm sends it before preemption and at the time limit): its state
+    is saved, and the next attempt resumes from it."""
+
+
+@contextlib.contextmanager
+def _sigterm_flag(enabled: bool):
+    """A callable telling whether SIGTERM arrived since entering (the handler only sets the flag; the
+    previous handler is restored on exit). Installed only in the main thread (``signal``'s rule)."""
+    received = []
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+    try:
+        yield lambda: bool(received)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume: Path | None,
+           donor: bytes | None, label: str) -> Position:
+    """Where training starts: a valid ``resume`` snapshot of this run (else it is removed with a
+    warning), else a ``donor`` snapshot continued (:func:`continued`), else step 0."""
+    k = stepper.members
+    ends = [stepper.final(template, i) for i in range(k)]
+    if resume is not None and resume.exists():
+        try:
+            snap = snapshot.read(resume)
+            for name in ("ids", "steps"):
+                if snap.meta.get(name) != identity[name]:
+                    raise SnapshotMismatch(f"its {name} {snap.meta.get(name)} differ from this run's {identity[name]}")
+            position = snap.position(template, ends)
+            print(f"{label}: resuming run {', '.join(identity['ids'])} at step {position.done} of {int(ckpts[-1])} "
+                  f"(from {resume})", file=sys.stderr, flush=True)
+            return position
+        except SnapshotMismatch as err:
+            warnings.warn(f"{resume}: not a snapshot of this run ({err}); removed, training starts over", stacklevel=3)
+            resume.unlink(missing_ok=True)
+    if donor is not None:
+        try:
+            position = continued(stepper, snapshot.read(donor), template, ends, ckpts, identity)
+            print(f"{label}: continuing from step {position.done} of a shorter run of the same lineage "
+                  f"({len(position.records[0])} of {len(ckpts)} checkpoints copied)", file=sys.stderr, flush=True)
+            return position
+        except SnapshotMismatch as err:
+            print(f"{label}: not continuing the shorter run of the same lineage ({err}); training from step 0",
+                  file=sys.stderr, flush=True)
+    return Position(0, 0, template, [[] for _ in range(k)], [True] * k, [False] * k, [None] * k, [None] * k)
+
+
+def continued(stepper: Stepper, donor: snapshot.Snapshot, template, ends: list, ckpts: np.ndarray,
+              identity: dict) -> Position:
+    """The position of a run that continues ``donor``, the final snapshot of a shorter run of its lineage
+    (:mod:`ntkpipe.jobs.lineage`: the same config but for the horizon and the checkpoints): the donor's
+    state at its last step T₀, its records at this run's checkpoints before T₀ (they must be the donor's
+    checkpoints before T₀; a log grid is, a linear one over the total is not), and a checkpoint at T₀
+    measured anew from that state (the donor measured it as its last). A member that stopped before T₀
+    stays stopped. Raises :class:`SnapshotMismatch` where the result would not equal a run from step 0."""
+    m = donor.meta
+    if not getattr(stepper, "continues", False):
+        raise SnapshotMismatch("its dynamics depend on the number of steps (e.g. train.optimizer.schedule "
+                               "linear_decay) or its model kind keeps no state to continue")
+    if m.get("lineages") != identity["lineages"] or len(m["running"]) != stepper.members:
+        raise SnapshotMismatch(f"lineage {m.get('lineages')}, not {identity['lineages']}")
+    old = np.asarray(m["steps"], np.int64)
+    t_old = int(old[-1])
+    if not t_old < ckpts[-1]:
+        raise SnapshotMismatch(f"it trained {t_old} steps, not fewer than {int(ckpts[-1])}")
+    before = ckpts[ckpts < t_old]
+    if not np.array_equal(before, old[old < t_old]):
+        raise SnapshotMismatch(f"its checkpoints before step {t_old} differ from this run's")
+    if any(s is not None and s >= t_old for s in m["stopped_at"]):
+        raise SnapshotMismatch(f"a member stopped at its last step {t_old}")
+    position = donor.position(template, ends)
+    n = len(before)
+    position.records = [r[:n] for r in position.records]
+    position.index, position.done, position.trained = n, t_old, 0
+    if not any(position.running):
+        position.index = len(ckpts)
+    return position
+
 
 def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_train: int,
-          etas: Sequence[float], label: str = "train") -> list[Trajectory]:
+          etas: Sequence[float], label: str = "train", identity: dict | None = None, resume: Path | None = None,
+          donor: bytes | None = None, snapshot_seconds: float | None = None) -> list[Trajectory]:
     """Train ``stepper``'s members over the checkpoints of ``spec`` (``n_train`` training points),
     calling ``measures[i](checkpoint, index, last)`` for member i at every checkpoint (``index``
     counts checkpoints from 0; ``last`` marks the final one). Member i's time is t = ``etas[i]`` · step.
@@ -153,47 +258,73 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
     initial; other values may be NaN where a measurement skips a checkpoint); each is stacked over
     checkpoints into a series, NaN after a stop. Returns one :class:`Trajectory` per member; its
     ``seconds`` are the members' shares (1/k) of the stepper's time and of the measurements'.
+
+    ``identity`` (``ids`` of the members' runs, their ``lineages``) names the run in snapshots
+    (:mod:`ntkpipe.train.snapshot`). With a ``resume`` path, a snapshot there of this run is resumed
+    from, one is saved there at checkpoints (every ``snapshot_seconds``, default
+    :data:`SNAPSHOT_SECONDS`, and at the last once a step is done), and SIGTERM saves one at the next checkpoint and raises
+    :class:`Preempted`; the caller removes it once the run's results are written. ``donor``, the final
+    snapshot of a shorter run of the same lineage, is continued where that equals training from step 0
+    (:func:`continued`). A single member's trajectory carries its final snapshot (``snapshot``).
     """
     k = stepper.members
     total = total_steps(spec, n_train)
     ckpts = checkpoint_steps(spec.checkpoints, total)
     last = len(ckpts) - 1
+    identity = {"ids": [], "lineages": [], **(identity or {}), "steps": [int(s) for s in ckpts]}
+    every = (float(os.environ.get("NTKPIPE_SNAPSHOT_SECONDS", SNAPSHOT_SECONDS)) if snapshot_seconds is None
+             else snapshot_seconds)
     tic = time.perf_counter()
-    state = stepper.init(ckpts)
-    seconds_train, seconds_measure = time.perf_counter() - tic, 0.0
-    records: list[list[dict]] = [[] for _ in range(k)]
-    running, diverged = [True] * k, [False] * k
-    ends: list = [None] * k  # a stopped member's final state where it stopped
+    position = _start(stepper, stepper.init(ckpts), ckpts, identity, resume, donor, label)
+    position.seconds[0] += time.perf_counter() - tic
+    state, done, seconds = position.state, position.done, position.seconds
+    records, running, diverged = position.records, position.running, position.diverged
+    ends, stopped_at = position.ends, position.stopped_at  # a stopped member's final state where it stopped
 
     def stop(i: int) -> None:
-        running[i], diverged[i] = False, True
+        running[i], diverged[i], stopped_at[i] = False, True, done
         ends[i] = stepper.final(state, i)
 
+    def at(index: int) -> Position:
+        return Position(index, done, state, records, running, diverged, ends, stopped_at, seconds, trained)
+
     progress = Progress(label, total)
-    done = 0
-    for index, target in enumerate(ckpts):
-        if target > done:
+    trained, saved = position.trained, time.monotonic()
+    with _sigterm_flag(resume is not None) as terminated:
+        for index in range(position.index, len(ckpts)):
+            if not any(running):
+                break
+            target = int(ckpts[index])
+            if target > done:
+                tic = time.perf_counter()
+                state, finite = stepper.advance(state, done, target)
+                seconds[0] += time.perf_counter() - tic
+                trained += target - done
+                done = target
+                for i in range(k):
+                    if running[i] and not finite[i] and stepper.can_diverge(state, i):
+                        stop(i)
+            if not any(running):
+                break
             tic = time.perf_counter()
-            state, finite = stepper.advance(state, done, int(target))
-            seconds_train += time.perf_counter() - tic
-            done = int(target)
-            for i in range(k):
-                if running[i] and not finite[i] and stepper.can_diverge(state, i):
+            for i in (i for i in range(k) if running[i]):
+                with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
+                    record = measures[i](stepper.checkpoint(state, i), index, index == last)
+                records[i].append(record)
+                if ("loss" in record and stepper.can_diverge(state, i)
+                        and blew_up(records[i][0]["loss"], record["loss"], spec.divergence_factor)):
                     stop(i)
-        if not any(running):
-            break
-        tic = time.perf_counter()
-        for i in (i for i in range(k) if running[i]):
-            with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
-                record = measures[i](stepper.checkpoint(state, i), index, index == last)
-            records[i].append(record)
-            if ("loss" in record and stepper.can_diverge(state, i)
-                    and blew_up(records[i][0]["loss"], record["loss"], spec.divergence_factor)):
-                stop(i)
-        seconds_measure += time.perf_counter() - tic
-        if not any(running):
-            break
-        progress.update(done, loss=next((r[-1].get("loss") for r, on in zip(records, running) if on), None))
+            seconds[1] += time.perf_counter() - tic
+            if resume is not None and done > 0 and (terminated() or index == last or time.monotonic() - saved >= every):
+                snapshot.write(resume, snapshot.encode(at(index + 1), identity))
+                saved = time.monotonic()
+            if terminated():
+                raise Preempted(f"{label}: SIGTERM at step {done} of {total}; its state is saved in {resume}, and "
+                                f"the next attempt resumes from it (snakemake --retries, Slurm --requeue)")
+            if not any(running):
+                break
+            progress.update(done, loss=next((r[-1].get("loss") for r, on in zip(records, running) if on), None))
+    final = snapshot.encode(at(len(ckpts)), identity) if k == 1 else None
     spe = steps_per_epoch(n_train, spec.batch_size)
     out = []
     for i in range(k):
@@ -202,7 +333,8 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
         model, finals = ends[i] or stepper.final(state, i)
         out.append(Trajectory(steps=ckpts, time=ckpts * etas[i], epoch=ckpts / spe,
                               series=stack_records(records[i], len(ckpts)), diverged=diverged[i], model=model,
-                              seconds={"train": seconds_train / k, "measure": seconds_measure / k}, finals=finals))
+                              seconds={"train": seconds[0] / k, "measure": seconds[1] / k}, finals=finals,
+                              steps_trained=trained, snapshot=final))
     progress.close(diverged=all(diverged))
     return out
 

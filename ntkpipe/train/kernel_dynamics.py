@@ -71,6 +71,7 @@ class ClosedFormStepper:
     are NaN and it cannot diverge: an ``ofe_fit`` that no γ̂ fits) and the numbers its dynamics yields."""
 
     members = 1
+    continues = False  # its states are computed at once for all checkpoints: a longer run recomputes them
 
     def __init__(self, states, y: np.ndarray):
         self.states, self.shape = states, y.shape

@@ -106,6 +106,7 @@ class NetworkStepper:
         self.multipliers = layer_multipliers(self.diff0, spec.optimizer, dtype)
         self.lr = jnp.asarray(spec.optimizer.lr * lr_scale)
         self.key = key
+        self.continues = spec.optimizer.schedule == "constant"  # linear_decay's η_t depends on the total
         self.options = dict(loss_name=spec.loss, direction=self.direction, schedule=spec.optimizer.schedule,
                             batch_size=spec.batch_size)
 

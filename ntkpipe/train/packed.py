@@ -147,13 +147,14 @@ def _chunk(x64: jax.Array, outputs: int) -> int:
 
 class PackState(NamedTuple):
     """Every member's trainable parameters and optimizer state (stacked), the checkpoint the
-    measurements read, and the shared quantities the advancing call computes (None until the first
-    advance: then those the measurements read at checkpoint 0)."""
+    measurements read, and the shared quantities the advancing call computes, a mask over
+    :data:`QUANTITIES` (set by the first advance: those the measurements read at checkpoint 0; an
+    array, so that a snapshot keeps it)."""
 
     diffs: eqx.Module
     opt_states: object
     checkpoint: PackCheckpoint
-    names: frozenset | None
+    names: np.ndarray
 
 
 class PackedStepper:
@@ -172,6 +173,7 @@ class PackedStepper:
                  lr_scales: Sequence[float]):
         dtype = jnp.dtype(spec.dtype)
         self.members = len(models)
+        self.continues = False  # a longer pack trains from step 0 (its members' shorter runs may differ)
         self.x = jnp.stack([jnp.asarray(a, dtype) for a in xs])
         self.y = jnp.stack([jnp.asarray(a, dtype) for a in ys])
         self.evals = (self.x, jnp.stack([jnp.asarray(a, dtype) for a in x_tests]),
@@ -193,15 +195,16 @@ class PackedStepper:
     def init(self, steps: np.ndarray) -> PackState:
         self.total = jnp.asarray(int(steps[-1]))
         return PackState(self.diffs0, self.opt_states0, PackCheckpoint(self.diffs0, self.static, self.evals, self.chunk, {}),
-                         None)
+                         np.zeros(len(QUANTITIES), bool))
 
     def advance(self, state: PackState, done: int, target: int) -> tuple[PackState, np.ndarray]:
-        names = frozenset(state.checkpoint.used) if state.names is None else state.names
+        used = state.checkpoint.used if done == 0 else {q for q, on in zip(QUANTITIES, state.names) if on}
+        names = frozenset(used)
         diffs, opt_states, finite, computed = _advance_pack(
             state.diffs, self.static, state.opt_states, jnp.asarray(done), jnp.asarray(target - done), self.lr,
             self.multipliers, self.total, self.keys, self.x, self.y, self.evals, names=names, **self.options)
         checkpoint = PackCheckpoint(diffs, self.static, self.evals, self.chunk, computed)
-        return PackState(diffs, opt_states, checkpoint, names), np.asarray(finite)
+        return PackState(diffs, opt_states, checkpoint, np.array([q in names for q in QUANTITIES])), np.asarray(finite)
 
     def checkpoint(self, state: PackState, member: int) -> PackCheckpoint:
         return state.checkpoint

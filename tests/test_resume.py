@@ -1,0 +1,236 @@
+"""Preemption-safe training: a training job killed mid-training (SIGTERM, as Slurm sends before
+preemption and at the time limit, or SIGKILL) resumes from its last snapshot on the next attempt,
+and the store it writes is bit-identical to an uninterrupted run's (full-batch GD in float64 and
+float32, SGD with momentum: same data order and optimizer state; a packed run; a kernel model)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ntkpipe.jobs.train_pack import train_pack
+from ntkpipe.jobs.train_run import resume_file, train_run
+from ntkpipe.store import read_store
+from ntkpipe.study.load import load_study
+from ntkpipe.study.packs import plan_packs
+from ntkpipe.study.plan import plan_study
+from ntkpipe.train import driver, snapshot
+from tests.conftest import REPO
+
+train_run_module = importlib.import_module("ntkpipe.jobs.train_run")  # the package exports its function by that name
+
+GD = """\
+data: {source: linear_teacher, dim: 8, n_train: 16, gamma: 0.0}
+model: {depth: 3, width: 8, activation: tanh, sigma: 0.8}
+train:
+  optimizer: {name: gd, lr: 0.05}
+  dtype: DTYPE
+  max_time: 5
+  checkpoints: {per_decade: 8}
+measure: [loss, alignment, first_layer_alignment, t_half]
+"""
+
+SGD = """\
+data: {source: digits, classes: [0, 1], n_train: 40, n_test: 20}
+model: {depth: 2, width: 16, activation: relu, sigma: 1.4, bias: true}
+train:
+  optimizer: {name: sgd, lr: 0.05, momentum: 0.9}
+  loss: bce
+  batch_size: 16
+  epochs: 6
+  checkpoints: {spacing: linear, count: 9}
+measure: [loss, test_accuracy, kernel_norm]
+"""
+
+ADAM_PACK = """\
+data: {source: digits, classes: [0, 1], n_train: 30, n_test: 20}
+model: {depth: 2, width: 16, activation: relu, sigma: 1.4, bias: true}
+train:
+  optimizer: {name: adam, lr: 0.01}
+  steps: 60
+  checkpoints: {spacing: linear, count: 8}
+measure: [loss, test_loss, kernel_norm, alignment]
+sweep:
+  sigma: [1.2, 1.4, 1.6]
+"""
+
+KGD = """\
+data: {source: linear_teacher, dim: 8, n_train: 16, gamma: 0.0}
+model: {kind: kgd, depth: 2, width: 16, activation: relu, sigma: 1.0}
+train:
+  optimizer: {name: gd, lr: 0.5}
+  max_time: 40
+  checkpoints: {per_decade: 6}
+measure: [loss, alignment]
+"""
+
+STUDIES = {"gd-float64": GD.replace("DTYPE", "float64"), "gd-float32": GD.replace("DTYPE", "float32"),
+           "sgd-momentum": SGD, "kgd": KGD}
+
+
+def plan(directory: Path, text: str):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "study.yaml").write_text(text)
+    return plan_study(load_study(directory / "study.yaml"), directory / "results")
+
+
+def assert_same_stores(a: Path, b: Path) -> None:
+    """Every variable and coordinate bitwise equal (NaN = NaN), but wall-clock timings."""
+    x, y = read_store(a).load(), read_store(b).load()
+    assert set(x.variables) == set(y.variables) and x.attrs["config"] == y.attrs["config"]
+    for name in x.variables:
+        if not name.startswith("seconds"):
+            assert bitwise_equal(x[name].values, y[name].values), name
+
+
+def bitwise_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same shape and values, NaN equal to NaN."""
+    return np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+
+
+class Killed(Exception):
+    """What a SIGKILL does to the process, in-process: the job ends between two checkpoints."""
+
+
+def interrupting(monkeypatch, at: int, how: str) -> None:
+    """Make the training job's checkpoint measurement, after measuring checkpoint ``at``, send this
+    process SIGTERM (``how='term'``: the driver saves and stops at this checkpoint) or raise
+    :class:`Killed` (``'kill'``: the job dies with the snapshot of the previous checkpoint)."""
+    original = train_run_module.checkpoint_measure
+
+    def checkpoint_measure(run):
+        measure = original(run)
+
+        def measured(view):
+            out = measure(view)
+            if view.index == at:
+                if how == "term":
+                    os.kill(os.getpid(), signal.SIGTERM)
+                else:
+                    raise Killed
+            return out
+
+        return measured
+
+    monkeypatch.setattr(train_run_module, "checkpoint_measure", checkpoint_measure)
+
+
+@pytest.mark.parametrize("how", ["term", "kill"])
+@pytest.mark.parametrize("name", list(STUDIES))
+def test_killed_run_resumes_to_the_uninterrupted_store(tmp_path, monkeypatch, capfd, name, how):
+    job = plan(tmp_path, STUDIES[name]).runs[0]
+    reference = train_run(job, tmp_path / "reference" / job.path.name)
+    monkeypatch.setattr(driver, "SNAPSHOT_SECONDS", 0.0)  # a snapshot at every checkpoint
+    with monkeypatch.context() as patch:
+        interrupting(patch, 4, how)
+        expected, match = (driver.Preempted, "SIGTERM at step .* next attempt resumes") if how == "term" else (Killed, None)
+        with pytest.raises(expected, match=match):
+            train_run(job, job.path)
+    resume = resume_file(job.path)
+    assert resume.is_file() and not job.path.exists()
+    meta = snapshot.read(resume).meta
+    assert meta["ids"] == [job.id] and meta["index"] == (5 if how == "term" else 4)
+    capfd.readouterr()
+    train_run(job, job.path)
+    steps = read_store(job.path)["step"].values
+    assert f"resuming run {job.id} at step {steps[meta['index'] - 1]} of {steps[-1]}" in capfd.readouterr().err
+    assert not resume.exists()
+    assert_same_stores(reference, job.path)
+    assert read_store(job.path).attrs["steps_trained"] == steps[-1]  # over both attempts, each step once
+
+
+def test_a_foreign_or_torn_snapshot_is_removed_and_training_starts_over(tmp_path, capfd):
+    job, other = plan(tmp_path / "a", STUDIES["gd-float64"]).runs[0], plan(tmp_path / "b", SGD).runs[0]
+    reference = train_run(job, tmp_path / "reference" / job.path.name)
+    resume = resume_file(job.path)
+    for content in (b"PK\x03\x04 torn", None):
+        if content is None:  # another run's snapshot at this path
+            train_run(other, other.path)
+            content = (other.path / "final_state.npz").read_bytes()
+            assert snapshot.read(content).meta["ids"] == [other.id]
+        resume.parent.mkdir(parents=True, exist_ok=True)
+        resume.write_bytes(content)
+        with pytest.warns(UserWarning, match="not a snapshot of this run"):
+            train_run(job, job.path)
+        assert "resuming" not in capfd.readouterr().err and not resume.exists()
+        assert_same_stores(reference, job.path)
+        job.path.rename(tmp_path / f"done-{len(content)}")
+
+
+def test_killed_pack_resumes_to_the_uninterrupted_stores(tmp_path, monkeypatch):
+    runs = plan(tmp_path, ADAM_PACK).runs
+    (pack,) = plan_packs(runs).values()
+    train_pack(pack.runs, [tmp_path / "reference" / job.path.name for job in pack.runs])
+    monkeypatch.setattr(driver, "SNAPSHOT_SECONDS", 0.0)
+    with monkeypatch.context() as patch:
+        interrupting(patch, 3, "term")
+        with pytest.raises(driver.Preempted):
+            train_pack(pack.runs, [job.path for job in pack.runs])
+    resume = resume_file(pack.runs[0].path, ".pack-resume.npz")
+    assert snapshot.read(resume).meta["ids"] == [job.id for job in pack.runs]
+    train_pack(pack.runs, [job.path for job in pack.runs])
+    assert not resume.exists()
+    for job in pack.runs:
+        assert_same_stores(tmp_path / "reference" / job.path.name, job.path)
+
+
+JOB = """\
+import importlib, sys, time
+from pathlib import Path
+from ntkpipe.train import driver
+from ntkpipe.jobs.log import start_job
+from ntkpipe.study.load import load_study
+from ntkpipe.study.plan import plan_study
+
+train_run_module = importlib.import_module("ntkpipe.jobs.train_run")
+start_job()
+driver.SNAPSHOT_SECONDS = 0.0
+delay = float(sys.argv[2])
+original = train_run_module.checkpoint_measure
+
+def slow(run):  # a slower machine: time to kill the job mid-training
+    measure = original(run)
+    return lambda view: (time.sleep(delay), measure(view))[1]
+
+train_run_module.checkpoint_measure = slow
+directory = Path(sys.argv[1])
+job = plan_study(load_study(directory / "study.yaml"), directory / "results").runs[0]
+train_run_module.train_run(job, job.path)
+"""
+
+
+def start_job(directory: Path, delay: float) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(JOB), str(directory), str(delay)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize(("name", "sig"), [("gd-float64", signal.SIGTERM), ("sgd-momentum", signal.SIGKILL)])
+def test_job_process_killed_mid_training_resumes(tmp_path, name, sig):
+    """The training job as its own process, killed by a real signal once a snapshot exists, then rerun."""
+    job = plan(tmp_path, STUDIES[name]).runs[0]
+    reference = train_run(job, tmp_path / "reference" / job.path.name)
+    resume = resume_file(job.path)
+    process = start_job(tmp_path, 0.3)
+    deadline = time.monotonic() + 300
+    while not resume.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode != 0 and resume.exists() and not job.path.exists(), err[-2000:]
+    if sig == signal.SIGTERM:
+        assert "SIGTERM at step" in err and "the next attempt resumes from it" in err
+    rerun = start_job(tmp_path, 0.0)
+    _, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, err[-2000:]
+    assert f"resuming run {job.id} at step" in err and not resume.exists()
+    assert_same_stores(reference, job.path)

@@ -1,0 +1,127 @@
+"""Training longer without retraining: a run whose spec raises ``max_time``, ``steps`` or ``epochs``
+continues the finished shorter run of its lineage (same config but for the horizon and the
+checkpoints) from its saved final state, optimizer state included, computing only the new steps;
+its store is bit-identical to a run trained from step 0. Where the dynamics depend on the total
+(a learning-rate schedule over it) or the checkpoints before the shorter horizon differ (a linear
+grid over the total), it trains from step 0 and says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from ntkpipe.jobs.lineage import lineage_id
+from ntkpipe.jobs.train_run import train_run
+from ntkpipe.store import read_store
+from tests.conftest import REPO, run_snakemake
+from tests.test_resume import assert_same_stores, bitwise_equal, plan
+
+ADAM = """\
+data: {source: linear_teacher, dim: 8, n_train: 16, gamma: 0.0}
+model: {depth: 3, width: 8, activation: tanh, sigma: 0.8}
+train:
+  optimizer: {name: adam, lr: 0.01}
+  dtype: float64
+  max_time: HORIZON
+  checkpoints: {per_decade: 8}
+measure: [loss, alignment, first_layer_alignment, t_half]
+"""
+
+SGD = """\
+data: {source: digits, classes: [0, 1], n_train: 40, n_test: 20}
+model: {depth: 2, width: 16, activation: relu, sigma: 1.4, bias: true}
+train:
+  optimizer: {name: sgd, lr: 0.05, momentum: 0.9, SCHEDULE}
+  loss: bce
+  batch_size: 16
+  epochs: HORIZON
+  checkpoints: {CHECKPOINTS}
+measure: [loss, test_accuracy, kernel_norm]
+"""
+
+
+def train(directory: Path, text: str):
+    """Plan the one-run study ``text`` in ``directory`` and train it there; its job and store."""
+    job = plan(directory, text).runs[0]
+    return job, read_store(train_run(job, job.path))
+
+
+@pytest.mark.parametrize(("text", "short", "long"), [
+    (ADAM, "0.5", "2"),  # 50 -> 200 steps; the short run's last step is on the long run's log grid
+    (ADAM, "0.63", "2"),  # 63 steps: between grid points
+    (SGD.replace(", SCHEDULE", "").replace("CHECKPOINTS", "per_decade: 6"), "2", "5"),  # float32, batches
+])
+def test_longer_run_continues_the_shorter_and_equals_training_from_scratch(tmp_path, capfd, text, short, long):
+    _, shorter = train(tmp_path / "study", text.replace("HORIZON", short))
+    job, longer = train(tmp_path / "study", text.replace("HORIZON", long))
+    assert "continuing from step" in capfd.readouterr().err
+    fresh, scratch = train(tmp_path / "scratch", text.replace("HORIZON", long))
+    assert fresh.id == job.id and longer.attrs["lineage"] == shorter.attrs["lineage"] == lineage_id(job.config)
+    assert_same_stores(tmp_path / "scratch" / "results" / "runs" / f"{job.id}.zarr", job.path)
+    total, done = int(longer["step"][-1]), int(shorter["step"][-1])
+    assert (scratch.attrs["steps_trained"], longer.attrs["steps_trained"]) == (total, total - done)
+    assert done < total and np.isfinite(longer["loss"].values).all()
+
+
+@pytest.mark.parametrize(("schedule", "checkpoints", "why"), [
+    ("schedule: linear_decay", "per_decade: 6", "dynamics depend on the number of steps"),
+    ("schedule: constant", "spacing: linear, count: 4", "checkpoints before step 9 differ"),
+])
+def test_what_depends_on_the_total_trains_from_step_zero(tmp_path, capfd, schedule, checkpoints, why):
+    text = SGD.replace("SCHEDULE", schedule).replace("CHECKPOINTS", checkpoints)
+    train(tmp_path / "study", text.replace("HORIZON", "3"))
+    job, longer = train(tmp_path / "study", text.replace("HORIZON", "5"))
+    assert why in capfd.readouterr().err
+    assert longer.attrs["steps_trained"] == int(longer["step"][-1])
+    train(tmp_path / "scratch", text.replace("HORIZON", "5"))
+    assert_same_stores(tmp_path / "scratch" / "results" / "runs" / f"{job.id}.zarr", job.path)
+
+
+def shipped_like(max_time: float) -> str:
+    """The shipped depth-scaling study (silent alignment Fig. 3) at a small size, over ``max_time``."""
+    spec = yaml.safe_load((REPO / "specs" / "depth_scaling.yaml").read_text())
+    spec["data"].update(dim=8, n_train=16)
+    spec["model"]["width"] = 8
+    spec["train"]["max_time"] = max_time
+    spec["sweep"] = {"seed": [0], "union": [{"depth": [2], "sigma": [0.01, 0.1]}, {"depth": [3], "sigma": [0.1, 0.2]}]}
+    for key in ("figures", "variants"):
+        spec.pop(key)
+    return yaml.safe_dump(spec, sort_keys=False)
+
+
+@pytest.mark.workflow
+def test_extending_max_time_of_a_study_retrains_nothing(tmp_path):
+    """Raising the study's max_time: each longer run trains only its new steps, and the study's
+    dataset is bit-identical to one trained from step 0."""
+    def study(directory: Path, max_time: float) -> Path:
+        (directory / "specs").mkdir(parents=True, exist_ok=True)
+        (directory / "specs" / "depth_scaling.yaml").write_text(shipped_like(max_time))
+        run_snakemake(directory, config={"specs": str(directory / "specs"), "results": str(directory / "results")},
+                      targets=[str(directory / "results" / "depth_scaling" / "depth_scaling.zarr")])
+        return directory / "results" / "depth_scaling" / "depth_scaling.zarr"
+
+    def trained(directory: Path) -> dict[str, tuple[int, int]]:
+        """Steps trained and total steps of each run store, by lineage."""
+        out = {}
+        for path in (directory / "results" / "runs").glob("*.zarr"):
+            store = read_store(path)
+            out.setdefault(store.attrs["lineage"], []).append((int(store.attrs["steps_trained"]),
+                                                                int(store["step"][-1])))
+        return out
+
+    study(tmp_path / "extended", 10)
+    extended = study(tmp_path / "extended", 20)
+    scratch = study(tmp_path / "scratch", 20)
+    runs = trained(tmp_path / "extended")
+    assert len(runs) == 4 and all(len(pair) == 2 for pair in runs.values())
+    for (short, _), (new, total) in (sorted(pair) for pair in runs.values()):
+        assert (short, new, total) == (200, 200, 400)  # the longer run took only its 200 new steps
+    assert [steps for pair in trained(tmp_path / "scratch").values() for steps, _ in pair] == [400] * 4
+    a, b = read_store(extended).load(), read_store(scratch).load()
+    compared = [name for name in b.variables if not name.startswith("seconds")]
+    assert {"loss", "t_half", "t_half_theory", "alignment"} <= set(compared)
+    for name in compared:
+        assert bitwise_equal(a[name].values, b[name].values), name
