@@ -16,6 +16,7 @@ done.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -120,6 +121,7 @@ def write_entry(results: Path, key: str, entry: PlanEntry) -> None:
         with open(tmp, "wb") as f:
             pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    except OSError:  # e.g. results is a file: check_results_writable says so next
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
