@@ -145,8 +145,8 @@ def calibrate(results: Path, specs: Path, write: bool) -> None:
                 samples.append((features, float(found[-1])))
                 by_study.setdefault(tag, []).append((features, float(found[-1])))
     seconds = fit_constants(samples)
-    machine = (f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), fitted to the "
-               f"{len(samples)} job logs of {results} on {time.strftime('%Y-%m-%d')}")
+    machine = (f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}): the {len(samples)} job "
+               f"logs of {results}, {time.strftime('%Y-%m-%d')}")
     constants = Constants(seconds, machine)
     print("\n".join(f"{f:18} {seconds[f]:.3e} s per unit  ({doc})" for f, doc in FEATURES.items()))
     print(f"\n{'study':28} {'jobs':>5} {'logged s':>9} {'estimate s':>10} {'ratio':>6}")
