@@ -13,6 +13,9 @@ and in float32, is timed against, in the same dtype and the same process, altern
   2·Σ_ℓ ((P·C)² n_ℓ + P² n_{ℓ-1}) FLOPs (full products; with x2 = x1 the Gram needs only the blocks on
   and above the diagonal).
 
+and the traced kernel Σ_c K_ijcc (jitted, ``outputs="trace"``) against its GEMM (P × C·N)·(C·N × P), in
+both dtypes; each Gram's ratios to its GEMM's median are given as min / median / max over the runs.
+
 Peak memory of the float64 Gram is measured in a fresh process, compiled ahead of time as one jitted
 program: its peak RSS above its RSS before the call on CPU, the device's ``peak_bytes_in_use`` on a
 GPU (traced and diagonal kernels: ``ntk_options.py``).
