@@ -10,8 +10,8 @@ stages; and the constants of the cost model behind ``ntkpipe plan --cost`` (``nt
 ``mlp_layers`` implementation as the stages use it) and the full ``eigh`` of it, each P in a fresh process
 (peak RSS above the process's RSS before the call; time: best of 3 after a compiling call); the exponent
 is the slope of log time (memory) on log P over the largest four P.
-``sweep``: ``snakemake --cores 2`` on a tiny study (``depth_scaling``'s network, 20 points, 50 steps) with
-10 and 100 seeds into fresh results directories; wall time, the jobs' logged seconds, and the exponent.
+``sweep``: ``snakemake --cores 2`` on a tiny study (a 2-layer width-20 linear network on 50 points, 50 GD
+steps, 6 checkpoints) with 10 and 100 seeds into fresh results directories; wall time, the jobs' logged seconds, and the exponent.
 ``calibrate``: each job's logged ``done in S s`` against its features, fitted by non-negative least squares.
 """
 
