@@ -19,7 +19,8 @@ GPUS = config.get("gpus", 0)  # GPUs each training and kernel job requests (a cl
 try:  # --config max_runs=N: the most runs one study may have (default 10,000, or $NTKPIPE_MAX_RUNS)
     check_config(config)  # every key known (ntkpipe.workflow.CONFIG_KEYS), its value usable
     INDEX = build_index(config.get("specs", "specs"), RESULTS, config.get("variant", "default"),
-                        config.get("studies"), config.get("max_runs"), memory_check=bool(config.get("memory_check", 1)))
+                        config.get("studies"), config.get("max_runs"), memory_check=bool(config.get("memory_check", 1)),
+                        cache=True)
     check_results_writable(INDEX)
 except (SpecError, ConfigError) as err:
     raise WorkflowError(str(err)) from None

@@ -66,6 +66,12 @@ def _without_memory_check(spec, variant: str, args):
 
 
 def cmd_plan(args) -> int:
+    if args.cost:
+        return plan_cost(args)
+    if args.spec is None:
+        print("ntkpipe plan: give a spec (e.g. ntkpipe plan specs/depth_scaling.yaml), or --cost for every spec's "
+              "estimated cost", file=sys.stderr)
+        return 2
     plan = plan_study(load_study(args.spec, args.variant), args.results)
     study = plan.study
     print(f"study {study.name}, variant {study.variant}: {len(plan.runs)} runs, {len(plan.stages)} stages")
@@ -85,6 +91,29 @@ def cmd_plan(args) -> int:
         state, why = _state(final.path, final.id)
         print(f"final    {final.id}  {state:5}  run {final.run.id}: {', '.join(m.name for m in final.items)}{why}")
     print(f"{done}/{len(plan.runs)} runs done")
+    return 0
+
+
+def plan_cost(args) -> int:
+    """``ntkpipe plan --cost [SPEC]``: each study's estimated job time, wall time and peak memory if run
+    from scratch (:mod:`ntkpipe.study.cost`), every spec in ``--specs`` declaring the variant if none is given."""
+    import os
+
+    from ntkpipe.study.cost import Constants, describe, study_cost
+
+    constants = Constants.load()
+    cores = args.cores or os.cpu_count() or 1
+    if args.spec:
+        specs = [Path(args.spec)]
+    else:
+        specs = sorted(Path(args.specs).glob("*.yaml"))
+    print(f"estimated cost of each study from scratch, variant {args.variant} (an estimate, not a measurement: "
+          f"a linear model of job seconds fitted on {constants.machine}; other machines differ)")
+    for spec in specs:
+        if args.variant not in (variant_names(spec) or ["default"]):
+            continue
+        plan = plan_study(load_study(spec, args.variant, data_files=False), args.results)
+        print(describe(study_cost(plan, constants), cores))
     return 0
 
 
@@ -249,10 +278,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-memory-check", action="store_true",
                    help=f"do not refuse runs whose memory estimate exceeds this machine's (or ${MEMORY_LIMIT_ENV})")
     p.set_defaults(func=cmd_validate)
-    p = sub.add_parser("plan", help="list the runs of a spec, their ids and which are done")
-    p.add_argument("spec")
+    p = sub.add_parser("plan", help="list the runs of a spec, their ids and which are done; --cost: estimate "
+                                    "each study's time and memory")
+    p.add_argument("spec", nargs="?")
     p.add_argument("--variant", default="default")
     p.add_argument("--results", default="results")
+    p.add_argument("--cost", action="store_true", help="print the estimated job time, wall time and peak memory "
+                   "of the spec (default: every spec in --specs) run from scratch")
+    p.add_argument("--specs", default="specs", help="with --cost and no spec: the specs directory")
+    p.add_argument("--cores", type=int, help="with --cost: cores the jobs share (default: this machine's)")
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser("why", help="for each job snakemake would run, why: a new sweep point, an invalid store, "
                                    "or the spec keys that changed (old → new)")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ntkpipe.errors import SpecError
 from ntkpipe.provenance import utc_now
-from ntkpipe.store import clean_command, verify_store
+from ntkpipe.store import StoreCheck, clean_command, verify_store
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import StudyPlan, plan_study
 
@@ -68,9 +68,11 @@ def set_aside(path: Path, results: Path) -> Path:
     return dest
 
 
-def set_aside_invalid(plans: Iterable[StudyPlan], results: str | Path) -> list[Path]:
+def set_aside_invalid(plans: Iterable[StudyPlan], results: str | Path,
+                      checks: dict[Path, StoreCheck] | None = None) -> list[Path]:
     """Move every planned store that exists but fails :func:`verify_store` (fast) to
-    ``results/.invalid``, naming it and the reason on stderr; returns the stores moved."""
+    ``results/.invalid``, naming it and the reason on stderr; returns the stores moved. ``checks``:
+    stores already checked in this invocation (by path; planning checks the run stores)."""
     results = Path(results)
     stores: dict[Path, str] = {}
     for plan in plans:
@@ -79,7 +81,7 @@ def set_aside_invalid(plans: Iterable[StudyPlan], results: str | Path) -> list[P
     for path, store_id in stores.items():
         if not path.exists():
             continue
-        check = verify_store(path, store_id)
+        check = (checks or {}).get(path) or verify_store(path, store_id)
         if check.valid:
             continue
         dest = set_aside(path, results)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import jax
-
+from ntkpipe.data.sources import SOURCES
 from ntkpipe.errors import ConfigError, SpecError
 from ntkpipe.lang.axes import suggest
+from ntkpipe.plan_cache import PlanEntry, plan_key, read_entry, store_states, write_entry
 from ntkpipe.resources import RUNTIME_MINUTES, memory_limit
 from ntkpipe.results_dir import planned_stores, set_aside_invalid
 from ntkpipe.stages import StageJob
+from ntkpipe.store import StoreCheck
 from ntkpipe.study.final_items import item_key
-from ntkpipe.study.load import DEFAULT_VARIANT, SPEC_SUFFIX, load_study, variant_names
+from ntkpipe.study.load import DEFAULT_VARIANT, SPEC_SUFFIX, Study, load_study, variant_names
 from ntkpipe.study.plan import FinalJob, RunJob, StudyPlan, held_items, plan_finals, plan_study
 from ntkpipe.study.size import run_limit
 
@@ -35,10 +36,15 @@ class WorkflowIndex:
     runs: dict[str, RunJob]
     stages: dict[str, StageJob]
     finals: dict[str, FinalJob]
+    checks: dict[Path, StoreCheck] = field(default_factory=dict, repr=False, compare=False)
+    """Fast store checks made while planning (:func:`ntkpipe.plan_cache.store_state`), reused once."""
 
     def set_aside_invalid(self) -> list[Path]:
         """Move the planned stores that exist but fail verification to ``results/.invalid``."""
-        return set_aside_invalid(self.plans.values(), self.results)
+        return set_aside_invalid(self.plans.values(), self.results, self.checks)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "checks": {}}  # a check is valid in the invocation that made it
 
     def targets(self) -> list[str]:
         """Every study dataset, table and figure, and every planned run and stage store (the default
@@ -113,34 +119,80 @@ def spec_files(specs: str | Path, studies: str | list[str] | None = None) -> lis
 
 def build_index(specs: str | Path = "specs", results: str | Path = "results",
                 variant: str = DEFAULT_VARIANT, studies=None, max_runs: int | str | None = None,
-                memory_check: bool = False) -> WorkflowIndex:
+                memory_check: bool = False, *, cache: bool = False) -> WorkflowIndex:
     """Validate and plan every selected spec (each of at most ``max_runs`` runs, see
     :func:`~ntkpipe.study.size.run_limit`; with ``memory_check``, none needing more memory than
-    :func:`~ntkpipe.resources.memory_limit`). With a named variant, specs that lack it are skipped."""
+    :func:`~ntkpipe.resources.memory_limit`). With a named variant, specs that lack it are skipped.
+    With ``cache`` (the Snakefile), validation and plan are reused from the last invocation while
+    nothing they read has changed (:mod:`ntkpipe.plan_cache`)."""
     results = Path(results)
-    plans: dict[str, StudyPlan] = {}
-    errors: list[SpecError] = []
     files = spec_files(specs, studies)
     limit = run_limit(max_runs)
     bytes_limit = memory_limit() if memory_check else None
+    if not cache:
+        loaded, _ = load_studies(files, specs, variant, limit, bytes_limit)
+        return index_studies(loaded, results)
+    key = plan_key(files, variant, limit, bytes_limit, results)
+    entry = read_entry(results, key)
+    checks: dict[Path, StoreCheck] = {}
+    if entry is None:
+        loaded, revalidate = load_studies(files, specs, variant, limit, bytes_limit)
+    else:
+        _skipped_notes(entry.studies, variant)
+        load_studies([Path(p) for p in entry.revalidate], specs, variant, limit, bytes_limit)  # their data files
+        loaded, revalidate = entry.studies, entry.revalidate
+        if store_states(entry.index.runs, checks) == entry.states:
+            return replace(entry.index, checks=checks)
+    index = index_studies(loaded, results)
+    write_entry(results, key, PlanEntry(loaded, revalidate, index, store_states(index.runs, checks)))
+    return replace(index, checks=checks)
+
+
+def load_studies(files: list[Path], specs: str | Path, variant: str, limit: int,
+                 bytes_limit: int | None) -> tuple[dict[str, Study | None], list[str]]:
+    """Each spec file's validated study (None: it lacks the named variant, skipped), and the files
+    whose studies read local data files; one SpecError for all the problems found."""
+    studies: dict[str, Study | None] = {}
+    local_data: list[str] = []
+    errors: list[SpecError] = []
     for path in files:
         if variant != DEFAULT_VARIANT and variant not in variant_names(path) and variant_names(path):
-            print(f"ntkpipe: {path.name} has no variant {variant!r}; skipped", file=sys.stderr)
+            studies[str(path)] = None
             continue
         try:
-            plan = plan_study(load_study(path, variant, limit, memory_limit=bytes_limit), results)
+            study = load_study(path, variant, limit, memory_limit=bytes_limit)
         except SpecError as err:
             errors.append(err)
             continue
-        plans[plan.tag] = plan
+        studies[str(path)] = study
+        if any(SOURCES[run.data.source].files is not None for run in study.runs):
+            local_data.append(str(path))
     if len(errors) == 1:
         raise errors[0]
     if errors:
         raise SpecError(str(specs), [f"{Path(e.path).name}: {p}" for e in errors for p in e.problems])
-    if files and not plans:
+    _skipped_notes(studies, variant)
+    if files and not any(studies.values()):
         declared = sorted({v for path in files for v in variant_names(path)})
         raise SpecError(str(specs), [f"no spec declares the variant {variant!r}{suggest(variant, declared)} "
                                      f"(--config variant=NAME; declared: {', '.join(declared)})"])
+    return studies, local_data
+
+
+def _skipped_notes(studies: dict[str, Study | None], variant: str) -> None:
+    for path, study in studies.items():
+        if study is None:
+            print(f"ntkpipe: {Path(path).name} has no variant {variant!r}; skipped", file=sys.stderr)
+
+
+def index_studies(studies: dict[str, Study | None], results: Path) -> WorkflowIndex:
+    """Plan the validated ``studies`` into the workflow's index (a run that several studies share is
+    one job, computing the final items of all of them)."""
+    plans: dict[str, StudyPlan] = {}
+    for study in studies.values():
+        if study is not None:
+            plan = plan_study(study, results)
+            plans[plan.tag] = plan
     runs = merged_runs([r for plan in plans.values() for r in plan.runs + plan.support_runs])
     for tag, plan in list(plans.items()):  # a final item that a shared run's training job cannot hold too
         if any(not {item_key(m) for m in r.finals} <= {item_key(m) for m in runs[r.id].finals} for r in plan.runs):
@@ -210,6 +262,8 @@ def configure_jax(results: str | Path) -> None:
     directory. Every program is cached: a tiny run compiles dozens, most well under JAX's default
     threshold of 1 s.
     """
+    import jax
+
     cache = jax_cache_dir(results).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(cache))

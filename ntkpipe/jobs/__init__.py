@@ -1,13 +1,34 @@
-"""The jobs of the workflow DAG; each Snakemake rule body is one call into this package."""
+"""The jobs of the workflow DAG; each Snakemake rule body is one call into this package.
 
-from ntkpipe.jobs.aggregate import aggregate_study
-from ntkpipe.jobs.final_run import final_run
-from ntkpipe.jobs.log import logged
-from ntkpipe.jobs.plot import plot_figure
-from ntkpipe.jobs.table import study_table
-from ntkpipe.jobs.train_pack import train_pack
-from ntkpipe.jobs.train_run import train_run
-from ntkpipe.stages import run_stage
+Each job is imported when first used (a rule body runs), so that parsing the Snakefile does not
+import the training and measurement library."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ntkpipe.jobs.aggregate import aggregate_study
+    from ntkpipe.jobs.final_run import final_run
+    from ntkpipe.jobs.log import logged
+    from ntkpipe.jobs.plot import plot_figure
+    from ntkpipe.jobs.table import study_table
+    from ntkpipe.jobs.train_pack import train_pack
+    from ntkpipe.jobs.train_run import train_run
+    from ntkpipe.stages import run_stage
+
+_HOME = {"aggregate_study": "ntkpipe.jobs.aggregate", "final_run": "ntkpipe.jobs.final_run", "logged": "ntkpipe.jobs.log",
+         "plot_figure": "ntkpipe.jobs.plot", "study_table": "ntkpipe.jobs.table", "train_pack": "ntkpipe.jobs.train_pack",
+         "train_run": "ntkpipe.jobs.train_run", "run_stage": "ntkpipe.stages"}
 
 __all__ = ["aggregate_study", "final_run", "logged", "plot_figure", "run_stage", "study_table", "train_pack",
            "train_run"]
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'ntkpipe.jobs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value

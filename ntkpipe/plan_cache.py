@@ -1,0 +1,127 @@
+"""The workflow's plan, kept between Snakemake invocations so that a no-op ``snakemake -n`` costs
+about what Snakemake's own DAG costs (``benchmarks/noop_dry_run.py``).
+
+A plan is cached in ``results/.cache/plan/<key>.pickle``, where the key hashes everything validation
+reads: each spec file's bytes, the variant, the run and memory limits, the environment variables
+that steer validation and the code (path, size and mtime of every ``ntkpipe`` source file). The
+entry holds the validated studies and the index planned from them, together with the state of every
+run store that planning read (:func:`store_states`): planning asks which final items a run store
+holds, so the index is reused only while every such store is as it was (its manifest and attrs
+files unchanged, and still passing the fast :func:`~ntkpipe.store.verify_store`); otherwise the
+studies are planned again from the cached validation. Studies that read local data files (MNIST,
+CIFAR-10) are validated again on every use, since their files are not in the key. Stores are checked
+as before in every invocation (the Snakefile's ``set_aside_invalid``): the cache never marks a store
+done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from ntkpipe.store import MANIFEST, StoreCheck, verify_store
+
+CACHE_DIR = Path(".cache") / "plan"
+"""Under the results directory."""
+FORMAT = 1
+KEPT_DAYS = 7
+"""Entries unused this long are deleted when another is written."""
+ENVIRONMENT = ("NTKPIPE_DATA", "NTKPIPE_SKIP_CHECKSUMS", "NTKPIPE_MAX_RUNS")
+"""Environment variables that validation reads (data directory, checksums, run limit)."""
+
+
+@dataclass
+class PlanEntry:
+    """One cached plan: per spec file, its validated study (None: the variant is absent, skipped),
+    the specs to validate again on every use (local data files), the index and the run stores'
+    states it was planned with."""
+
+    studies: dict[str, object]
+    revalidate: list[str]
+    index: object
+    states: dict[str, tuple | None]
+
+
+def code_fingerprint() -> str:
+    """Hash of the path, size and mtime of every source file of the ntkpipe package."""
+    root = Path(__file__).parent
+    digest = hashlib.sha256(sys.version.encode())
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                stat = os.stat(os.path.join(folder, name))
+                digest.update(f"{folder}/{name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def plan_key(files: list[Path], variant: str, limit: int, bytes_limit: int | None, results: Path) -> str:
+    """The cache key of planning ``files`` for ``variant`` into ``results`` (see the module docstring;
+    the planned paths are relative to the working directory, so it is in the key too)."""
+    digest = hashlib.sha256(f"{FORMAT}\n{variant}\n{limit}\n{bytes_limit}\n{results}\n{os.getcwd()}\n"
+                            f"{code_fingerprint()}\n".encode())
+    for name in ENVIRONMENT:
+        digest.update(f"{name}={os.environ.get(name)}\n".encode())
+    for path in files:
+        digest.update(f"{path}\n{path.resolve()}\n".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:32]
+
+
+def store_state(path: Path, store_id: str, checks: dict[Path, StoreCheck]) -> tuple | None:
+    """What planning read of the run store ``path``: None if it is not done (fast check), else the
+    size, mtime and inode of its manifest and attrs files. The check is kept in ``checks``."""
+    check = checks.get(path)
+    if check is None:
+        check = checks[path] = verify_store(path, store_id)
+    if not check.valid:
+        return None
+    try:
+        return tuple((s.st_size, s.st_mtime_ns, s.st_ino) for s in (os.stat(path / MANIFEST), os.stat(path / ".zattrs")))
+    except OSError:
+        return None
+
+
+def store_states(runs: dict, checks: dict[Path, StoreCheck]) -> dict[str, tuple | None]:
+    """:func:`store_state` of every run job in ``runs`` (by id), by store path."""
+    return {str(job.path): store_state(job.path, job.id, checks) for job in runs.values()}
+
+
+def entry_path(results: Path, key: str) -> Path:
+    return Path(results) / CACHE_DIR / f"{key}.pickle"
+
+
+def read_entry(results: Path, key: str) -> PlanEntry | None:
+    """The cached plan of ``key``, or None (absent, unreadable, or made by other code)."""
+    try:
+        with open(entry_path(results, key), "rb") as f:
+            entry = pickle.load(f)
+    except Exception:  # a damaged or foreign file is a cache miss: the plan is made again
+        return None
+    return entry if isinstance(entry, PlanEntry) else None
+
+
+def write_entry(results: Path, key: str, entry: PlanEntry) -> None:
+    """Write ``entry`` atomically (deleting entries unused for :data:`KEPT_DAYS`); an unwritable
+    results directory only costs the cache."""
+    path = entry_path(results, key)
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for old in path.parent.glob("*.pickle"):
+            if old.stat().st_atime < time.time() - KEPT_DAYS * 86400:
+                old.unlink(missing_ok=True)
+        with open(tmp, "wb") as f:
+            pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:  # e.g. results is a file: check_results_writable says so next
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+

@@ -1,0 +1,79 @@
+"""The cost model behind ``ntkpipe plan --cost`` (ntkpipe.study.cost): its fit recovers known
+constants, the CLI prints an estimate labelled as one, and the estimate of a tiny study is within a
+factor 2 of the seconds its jobs log when it runs (summed job seconds, not the wall clock), divided
+by how much slower than its CPU time a CPU-bound loop runs on the machine right then (its load)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ntkpipe.cli import main
+from ntkpipe.study.cost import FEATURES, Constants, fit_constants, study_cost
+from ntkpipe.study.load import load_study
+from ntkpipe.study.plan import plan_study
+from tests.conftest import run_snakemake
+
+TINY = """\
+data: {source: linear_teacher, dim: 4, n_train: 16, gamma: 0.0}
+model: {depth: 2, width: 8, activation: linear, sigma: 0.1}
+train:
+  optimizer: {name: gd, lr: 5e-2}
+  max_time: 10
+  checkpoints: {per_decade: 4}
+measure: [loss, kernel_norm]
+sweep:
+  seed: [0, 1, 2]
+  sigma: [0.1, 0.2]
+figures:
+  - {name: curves, kind: time_series, variables: [loss], hue: sigma}
+"""
+
+
+def test_the_fit_recovers_the_constants_of_exact_samples():
+    rng = np.random.default_rng(0)
+    truth = {f: float(c) for f, c in zip(FEATURES, rng.uniform(0.5, 2.0, len(FEATURES)) * 10.0 ** -rng.integers(0, 12, len(FEATURES)))}
+    samples = []
+    for _ in range(200):
+        features = {f: float(rng.uniform(0, 1) / truth[f]) for f in FEATURES if rng.uniform() < 0.6}
+        samples.append((features, sum(truth[f] * x for f, x in features.items())))
+    fitted = fit_constants(samples)
+    for f in FEATURES:
+        assert fitted[f] == pytest.approx(truth[f], rel=1e-6)
+
+
+def test_plan_cost_prints_an_estimate_per_study(tmp_path, capsys):
+    spec = tmp_path / "tiny_cost.yaml"
+    spec.write_text(TINY)
+    assert main(["plan", str(spec), "--cost", "--cores", "2", "--results", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("estimated cost of each study from scratch, variant default (an estimate, not a "
+                             "measurement: a linear model of job seconds fitted on ")
+    assert Constants.load().machine in out[0]
+    assert re.fullmatch(r"tiny_cost: 6 runs, 8 jobs; estimate: \d+ s of job time, \d+ s wall on 2 cores, "
+                        r"peak memory \d+\.\d GiB \(largest job\)", out[1]), out[1]
+
+
+@pytest.mark.workflow
+def test_the_estimate_is_within_a_factor_2_of_a_tiny_run(tmp_path):
+    (tmp_path / "specs").mkdir()
+    spec = tmp_path / "specs" / "tiny_cost.yaml"
+    spec.write_text(TINY)
+    run_snakemake(tmp_path)
+    logs = list((tmp_path / "results" / "logs").rglob("*.log"))
+    logged = {log: re.findall(r": done in ([0-9.]+) s$", log.read_text(), re.M) for log in logs}
+    assert all(logged.values()) and len(logs) == 6 + 1 + 1 + 1  # runs, aggregate, figure, table
+    measured = sum(float(s[-1]) for log, s in logged.items() if "table" not in log.parts)
+    estimate = study_cost(plan_study(load_study(spec), Path(tmp_path / "results")), Constants.load()).seconds
+    assert 0.5 <= estimate / (measured / slowdown()) <= 2.0, (estimate, measured, slowdown())
+
+
+def slowdown() -> float:
+    """Wall time over CPU time of a CPU-bound loop in this thread (1 on an idle machine)."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    sum(i * i for i in range(3_000_000))
+    return max(1.0, (time.perf_counter() - wall) / (time.thread_time() - cpu))
