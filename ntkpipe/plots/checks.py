@@ -9,7 +9,11 @@
   points (within a pixel), so only the later one shows;
 * a legend drawn over plotted data (lines, markers);
 * a labelled line that no legend of a figure with legends lists (e.g. a facet's lines when only
-  another facet has a legend).
+  another facet has a legend);
+* a dashed data line, or a theory line (gid :data:`THEORY`) drawn solid: dashes mean theory;
+* a text with markup a reader sees raw (``φ_j``, ``K_V^{c,c}``, an id such as ``model_case``)
+  or mathtext matplotlib cannot render;
+* more than one legend.
 
 Only what is drawn counts: invisible artists, empty texts and ticks outside the view are skipped.
 """
@@ -26,9 +30,15 @@ from matplotlib.path import Path
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
+from ntkpipe.plots.mathtext import as_math, math_error, raw_markup
+
 PIXEL = 1.0  # tolerance of every comparison in display space
 EMPTY_PANEL = "ntkpipe-empty-panel"
 """The gid of the text that says why a panel draws nothing (:func:`ntkpipe.plots.finish.explain_empty`)."""
+THEORY = "ntkpipe-theory"
+"""The gid of a theory line (and of its legend sample): the only lines drawn dashed."""
+FIT = "ntkpipe-fit"
+"""The gid of a fitted curve (drawn thin, solid, unlabelled: the legend of its data gives the fit)."""
 
 
 def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
@@ -42,7 +52,8 @@ def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
             defects += [f"{name}: {m}" for m in _fractional_ticks(ax, axis)]
         defects += [f"{name}: {m}" for m in _hidden_lines(ax)]
         defects += [f"{name}: {m}" for m in _legend_over_data(ax, renderer)]
-    return defects + _unlisted_lines(fig)
+        defects += [f"{name}: {m}" for m in _dashes_not_theory(ax)]
+    return defects + _unlisted_lines(fig) + _markup(fig) + _legend_count(fig)
 
 
 def draw(fig: Figure):
@@ -180,7 +191,8 @@ def coincide(a: Line2D, b: Line2D, pixels: float = PIXEL) -> bool:
 
 
 def _hidden_lines(ax: Axes) -> list[str]:
-    lines = sorted(data_lines(ax), key=lambda line: line.get_zorder())  # draw order (stable)
+    lines = sorted((line for line in data_lines(ax) if line.get_gid() != THEORY),  # equal theories may coincide
+                   key=lambda line: line.get_zorder())  # draw order (stable)
     out = []
     for i, under in enumerate(lines):
         for over in lines[i + 1:]:
@@ -234,4 +246,37 @@ def _unlisted_lines(fig: Figure) -> list[str]:
         return []
     listed = {text.get_text() for legend in shown for text in legend.get_texts()}
     return [f"{name}: line {_line_name(line)} is not in any legend" for name, ax in _named_axes(fig)
-            for line in data_lines(ax) if not line.get_label().startswith("_") and line.get_label() not in listed]
+            for line in data_lines(ax) if not line.get_label().startswith("_")
+            and not {line.get_label(), as_math(line.get_label())} & listed]
+
+
+def dashed(line: Line2D) -> bool:
+    """Whether ``line`` is drawn with dashes (or dots): any line style but solid or none."""
+    return line.get_linestyle() not in ("-", "solid", "None", "none", " ", "")
+
+
+def _dashes_not_theory(ax: Axes) -> list[str]:
+    out = []
+    for line in data_lines(ax):
+        theory = line.get_gid() == THEORY
+        if dashed(line) != theory:
+            what = "theory line" if theory else "data line"
+            out.append(f"{what} {_line_name(line)} is {'solid' if theory else 'dashed'}: dashes mean theory, only theory")
+    return out
+
+
+def _markup(fig: Figure) -> list[str]:
+    """Texts showing raw markup or ids, and mathtext that does not parse (each text once)."""
+    out = []
+    for text in dict.fromkeys(_texts(fig)):
+        label = text.get_text()
+        if words := raw_markup(label):
+            out.append(f"text {_short(text)} shows raw markup or ids ({', '.join(words)}): write it as math or a display name")
+        if error := math_error(label):
+            out.append(f"text {_short(text)} is mathtext matplotlib cannot render ({error})")
+    return out
+
+
+def _legend_count(fig: Figure) -> list[str]:
+    n = len(legends(fig))
+    return [f"{n} legends: one legend per figure lists every line"] if n > 1 else []

@@ -1,5 +1,6 @@
 """The clean-up every figure kind ends with, so that :func:`ntkpipe.plots.checks.figure_defects`
-finds nothing: coincident lines get distinct markers and dashes, integer axes integer ticks, the
+finds nothing: coincident lines get distinct markers and a note in the legend (never dashes:
+dashes mean theory), markup becomes mathtext, integer axes get integer ticks, the
 title and long labels are wrapped to fit, legends move outside the axes when they would cover
 data, log axes are labelled with plain numbers (:class:`LogNumbers`) and tick labels that would
 overlap are left out (majors kept first). A panel with nothing to draw says why
@@ -21,6 +22,7 @@ from matplotlib.ticker import FixedLocator, Formatter, LogFormatter, MaxNLocator
 
 from ntkpipe.plots.checks import (
     EMPTY_PANEL,
+    THEORY,
     PIXEL,
     coincide,
     data_lines,
@@ -31,10 +33,13 @@ from ntkpipe.plots.checks import (
     line_style,
     texts_outside,
 )
+from ntkpipe.plots.mathtext import as_math
 from ntkpipe.plots.style import PLAIN, diverged_runs, number, power_of_ten
 
 LEGEND = {"fontsize": 8, "frameon": False}
 MARKERS = ["s", "^", "D", "v", "P", "X", "o"]
+MARKS = 12  # markers along a line told apart from a coincident one
+NOTE_CHARS = 40  # coincident lines with longer names together are counted in the note, not named
 LAYOUT_SLACK = 3.0  # lines are compared before the layout sizes the axes: a wider tolerance than the check's
 DECADES = 5  # a log axis spanning more decades (margins included) is labelled in powers of ten
 
@@ -46,8 +51,8 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     The constrained layout is computed again after wrapping texts or moving legends (or while a
     text is still outside), then frozen: leaving out tick labels only frees space, and later draws
     (checks, saving) skip it."""
+    legend_axes = note_coincident_lines(fig, list(legend_axes))
     for ax in fig.axes:
-        separate_coincident_lines(ax)
         integer_ticks(ax)
         log_tick_labels(ax)
     legend_axes = [ax for ax in legend_axes if ax.get_legend() or ax.get_legend_handles_labels()[0]]
@@ -55,6 +60,7 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
         if ax.get_legend() is None:  # a legend drawn before (e.g. of chosen handles) is kept
             ax.legend(loc="best", **LEGEND)
     suptitle = fig.suptitle(title, fontsize=fontsize)
+    mathtext_labels(fig)
     renderer = draw(fig)
     for _ in range(3):  # one pass may not settle (fixed-aspect images, colour bars): redraw then
         changed = fit_texts(fig, suptitle, renderer)
@@ -69,29 +75,68 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     return fig
 
 
-def separate_coincident_lines(ax: Axes) -> None:
-    """Lines drawn through the same points with the same style would hide all but the last: each
-    of n such lines gets dashes of its own phase (dash 3, gap 3(n − 1): the colours alternate along
-    the line) and, if it has markers, every one after the first a larger hollow marker of its own
-    shape (the first's filled marker shows inside)."""
+def separate_coincident_lines(ax: Axes) -> list[str]:
+    """Lines drawn through the same points with the same style would hide all but the last. Dashes
+    mean theory, so data lines are never re-dashed: every line of such a group after the first
+    gets a larger hollow marker of its own shape (at most :data:`MARKS` along it; the earlier
+    line shows inside). Returns a note per group, "a, b coincide", for the legend."""
     ax.viewLim  # noqa: B018 -- autoscale now, so that coincidence is judged in the final data limits
     groups: list[list[Line2D]] = []
-    for line in sorted(data_lines(ax), key=lambda line: line.get_zorder()):  # drawing order
+    data = [line for line in data_lines(ax) if line.get_gid() != THEORY]  # equal theories may coincide
+    for line in sorted(data, key=lambda line: line.get_zorder()):  # drawing order
         group = next((g for g in groups if line_style(g[0]) == line_style(line)
-                      and coincide(g[0], line, LAYOUT_SLACK * PIXEL)), None)
+                      and any(coincide(other, line, LAYOUT_SLACK * PIXEL) for other in g)), None)
         if group is None:
             groups.append([line])
         else:
             group.append(line)
-    for group in groups:
-        n = len(group)
-        for k, line in enumerate(group if n > 1 else []):
-            if line_style(line)[0] is not None:
-                line.set_linestyle((3.0 * k, (3.0, 3.0 * (n - 1))))
-            if k and line_style(line)[1] is not None:
-                line.set_marker(MARKERS[(k - 1) % len(MARKERS)])
-                line.set_fillstyle("none")
-                line.set_markersize(1.8 * line.get_markersize())
+    notes = []
+    for group in (g for g in groups if len(g) > 1):
+        for k, line in enumerate(group[1:]):
+            had_marker = line_style(line)[1] is not None
+            line.set_marker(MARKERS[k % len(MARKERS)])
+            line.set_fillstyle("none")
+            line.set_markersize(1.8 * line.get_markersize() if had_marker else 6.0)
+            line.set_markevery(max(1, len(line.get_xydata()) // MARKS))
+        names = [line.get_label() for line in group if not line.get_label().startswith("_")]
+        if not names:  # single runs' dots: nothing in the legend to qualify
+            continue
+        short = names and len(group) == len(names) and sum(map(len, names)) <= NOTE_CHARS
+        notes.append(f"{', '.join(names)} coincide" if short else
+                     f"{len(group)} lines coincide (hollow markers on all but the first)")
+    return notes
+
+
+def note_coincident_lines(fig: Figure, legend_axes: list[Axes]) -> list[Axes]:
+    """Separate the coincident lines of every panel (:func:`separate_coincident_lines`) and list
+    their notes in the figure's legend, which is drawn again from the lines as they now look
+    (a legend keeps copies of its handles). Returns the axes that get a legend."""
+    notes = [note for ax in fig.axes for note in separate_coincident_lines(ax)]
+    if not notes:
+        return legend_axes
+    holders = [ax for ax in fig.axes if ax.get_legend() is not None] or legend_axes or fig.axes[:1]
+    holder = holders[0]
+    lines = {line.get_label(): line for ax in fig.axes for line in ax.get_lines()}
+    legend = holder.get_legend()
+    if legend is not None:
+        labels = [text.get_text() for text in legend.get_texts()]
+        handles = [lines.get(label, handle) for label, handle in zip(labels, legend.legend_handles)]
+    else:
+        handles, labels = holder.get_legend_handles_labels()
+    for note in notes:
+        handles.append(Line2D([], [], ls="none", label=note))
+        labels.append(note)
+    holder.legend(handles, labels, loc="best", **LEGEND)
+    return [holder, *(ax for ax in legend_axes if ax is not holder)]
+
+
+def mathtext_labels(fig: Figure) -> None:
+    """Every text of ``fig`` (titles, axis labels, legend entries, notes) with its markup as
+    mathtext (:func:`ntkpipe.plots.mathtext.as_math`)."""
+    for text in fig.findobj(Text):
+        label = text.get_text()
+        if label and (math := as_math(label)) != label:
+            text.set_text(math)
 
 
 def integer_ticks(ax: Axes) -> None:

@@ -14,9 +14,10 @@ import numpy as np
 import xarray as xr
 from matplotlib.ticker import NullFormatter
 
-from ntkpipe.labels import AXIS_SYMBOLS, axis_label, variable_label
+from ntkpipe.labels import AXIS_SYMBOLS, axis_label, display_name, variable_label
 from ntkpipe.layout import axis_values, final_value, select, sub_grid
 from ntkpipe.measure.fits import FITS
+from ntkpipe.plots.checks import FIT, THEORY
 from ntkpipe.plots.finish import explain_empty, finish_figure
 from ntkpipe.plots.style import (
     darker,
@@ -30,7 +31,7 @@ from ntkpipe.plots.style import (
     without_diverged,
 )
 
-STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
+STYLES = [("-", "o"), ("-", "s"), ("-", "^")]  # several y: one marker each (dashes mean theory)
 
 
 def _positions(values, labels: list) -> np.ndarray:
@@ -72,8 +73,7 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
                 parts.append(variable_label(name))
             label = ", ".join(parts)
             if spec.fit:
-                slope, _, stderr = FITS[spec.fit](pairs[0], pairs[1])
-                label += f" ({_fit_name(spec.fit, spec.x, ds)} {slope:.2f} ± {stderr:.2f})"
+                label += f" ({_draw_fit(ax, spec.fit, pairs, color, _fit_name(spec.fit, spec.x, ds))})"
             ax.plot(xv[keep], mean[keep], linestyle=style, marker=marker, color=color, label=label, lw=1.6, ms=4)
             ax.fill_between(xv[keep], (mean - sd)[keep], (mean + sd)[keep], color=color, alpha=0.12, lw=0)
             runs = drawable(ax, *pairs)
@@ -81,16 +81,16 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
         if spec.theory:
             xv, theory, _, _ = _reduce(final_value(sub[spec.theory]), spec.x, x_values)
             ok = drawable(ax, xv, theory)
-            ax.plot(xv[ok], theory[ok], "--", color=darker(color), lw=1.6, zorder=3)
+            ax.plot(xv[ok], theory[ok], "--", color=darker(color), lw=1.6, zorder=3, gid=THEORY)
     if spec.theory:
-        ax.plot([], [], "--", color="0.3", label=f"{variable_label(spec.theory)} (dashed)")
+        ax.plot([], [], "--", color="0.3", label=variable_label(spec.theory), gid=THEORY)
     if reference is not None:
         level = float(final_value(without_diverged(reference[ys[0]], reference)).mean(skipna=True))
-        shown = ", ".join(f"{k}={v}" for k, v in spec.reference.items())
+        shown = ", ".join(hue_label(k, v) for k, v in spec.reference.items())
         if drawable(ax, 1.0, level):
-            ax.axhline(level, color="black", ls="--", lw=1.3, label=f"{shown} ({number(level)})")
+            ax.axhline(level, color="black", lw=1.0, alpha=0.7, label=f"{shown} ({number(level)})")
     if not is_numeric(x_values):
-        ax.set_xticks(_positions(x_values, x_values), [str(v) for v in x_values])
+        ax.set_xticks(_positions(x_values, x_values), [display_name(v) for v in x_values])
         ax.set_xmargin(0.15)
     elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
         shown = [v for v in x_values if v > 0]
@@ -110,3 +110,20 @@ def _fit_name(fit: str, x: str, ds: xr.Dataset) -> str:
     if fit == "power_law":
         return "exponent"
     return f"slope in ln {AXIS_SYMBOLS.get(x) or axis_label(x, ds)}"
+
+
+def _draw_fit(ax, fit: str, pairs: np.ndarray, color, name: str) -> str:
+    """Fit every run's (x, y) (:data:`ntkpipe.measure.fits.FITS`), draw the fitted curve over the x
+    range fitted (thin, solid: a fit is no theory) and return the legend's text: the slope with its
+    standard error, or why there is none (fewer than 3 usable points, an error larger than the slope)."""
+    slope, intercept, stderr = FITS[fit](pairs[0], pairs[1])
+    if not (np.isfinite(slope) and np.isfinite(stderr)):
+        return "no fit: fewer than 3 usable points"
+    if stderr > abs(slope):
+        return f"no {'power' if fit == 'power_law' else 'log'} law: {name} {slope:.2f} ± {stderr:.2f}"
+    x = pairs[0][np.isfinite(pairs[0]) & (pairs[0] > 0)]
+    grid = np.geomspace(x.min(), x.max(), 50)
+    curve = np.exp(intercept) * grid**slope if fit == "power_law" else intercept + slope * np.log(grid)
+    keep = drawable(ax, grid, curve)
+    ax.plot(grid[keep], curve[keep], color=color, lw=0.9, alpha=0.6, gid=FIT)
+    return f"{name} {slope:.2f} ± {stderr:.2f}"
