@@ -22,8 +22,8 @@ from matplotlib.ticker import FixedLocator, Formatter, LogFormatter, MaxNLocator
 
 from ntkpipe.plots.checks import (
     EMPTY_PANEL,
-    THEORY,
     PIXEL,
+    THEORY,
     coincide,
     data_lines,
     draw,
