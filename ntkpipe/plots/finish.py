@@ -37,7 +37,7 @@ from ntkpipe.plots.mathtext import as_math
 from ntkpipe.plots.style import PLAIN, diverged_runs, number, power_of_ten
 
 LEGEND = {"fontsize": 8, "frameon": False}
-MARKERS = ["s", "^", "D", "v", "P", "X", "o"]
+MARKERS = ["s", "^", "D", "v", "P", "X", "o", "<", ">", "p", "h", "*"]
 MARKS = 12  # markers along a line told apart from a coincident one
 NOTE_CHARS = 40  # coincident lines with longer names together are counted in the note, not named
 LAYOUT_SLACK = 3.0  # lines are compared before the layout sizes the axes: a wider tolerance than the check's
@@ -84,17 +84,15 @@ def separate_coincident_lines(ax: Axes) -> list[str]:
     groups: list[list[Line2D]] = []
     data = [line for line in data_lines(ax) if line.get_gid() != THEORY]  # equal theories may coincide
     for line in sorted(data, key=lambda line: line.get_zorder()):  # drawing order
-        group = next((g for g in groups if line_style(g[0]) == line_style(line)
-                      and any(coincide(other, line, LAYOUT_SLACK * PIXEL) for other in g)), None)
-        if group is None:
-            groups.append([line])
-        else:
-            group.append(line)
+        joined = [g for g in groups if line_style(g[0]) == line_style(line)
+                  and any(coincide(other, line, LAYOUT_SLACK * PIXEL) for other in g)]
+        groups = [g for g in groups if g not in joined] + [[*(x for g in joined for x in g), line]]
     notes = []
     for group in (g for g in groups if len(g) > 1):
+        markers = [m for m in MARKERS if m != line_style(group[0])[1]]
         for k, line in enumerate(group[1:]):
             had_marker = line_style(line)[1] is not None
-            line.set_marker(MARKERS[k % len(MARKERS)])
+            line.set_marker(markers[k % len(markers)])
             line.set_fillstyle("none")
             line.set_markersize(1.8 * line.get_markersize() if had_marker else 6.0)
             line.set_markevery(max(1, len(line.get_xydata()) // MARKS))
@@ -126,7 +124,8 @@ def note_coincident_lines(fig: Figure, legend_axes: list[Axes]) -> list[Axes]:
     for note in notes:
         handles.append(Line2D([], [], ls="none", label=note))
         labels.append(note)
-    holder.legend(handles, labels, loc="best", **LEGEND)
+    title = legend.get_title().get_text() if legend is not None else ""
+    holder.legend(handles, labels, loc="best", title=title or None, title_fontsize=8, **LEGEND)
     return [holder, *(ax for ax in legend_axes if ax is not holder)]
 
 
@@ -200,11 +199,12 @@ def _drawn_points(ax: Axes) -> bool:
     return False
 
 
-def figure_legend(axes, order=()) -> list[Axes]:
+def figure_legend(axes, order=(), title: str | None = None) -> list[Axes]:
     """One legend for a figure of panels ``axes`` (row by row), in its top-right panel: every
     labelled artist of any panel, a label once -- those in ``order`` first (e.g. hue values in
     their order), then lines in the order first drawn, then entries that draw nothing (notes,
-    proxies) -- so that each facet's lines and notes are listed. Returns the panel holding it, for
+    proxies) -- so that each facet's lines and notes are listed, under ``title`` (the quantity the
+    entries tell apart, e.g. the hue axis). Returns the panel holding it, for
     :func:`finish_figure` (which moves it outside when it covers data); none when nothing is labelled."""
     entries: dict[str, object] = {}
     for ax in axes.ravel():
@@ -221,7 +221,7 @@ def figure_legend(axes, order=()) -> list[Axes]:
 
     entries = dict(sorted(entries.items(), key=key))  # stable: first drawn first among equals
     holder = axes[0, -1]
-    holder.legend(list(entries.values()), list(entries), loc="best", **LEGEND)
+    holder.legend(list(entries.values()), list(entries), loc="best", title=title, title_fontsize=8, **LEGEND)
     return [holder]
 
 
@@ -268,8 +268,9 @@ def move_legends_outside(fig: Figure, axes: list[Axes], renderer) -> None:
         width = legend.get_window_extent(renderer).width
         ncols = 1 if legend.get_window_extent(renderer).height < 0.95 * fig.bbox.height else 2
         handles, labels = legend.legend_handles, [text.get_text() for text in legend.get_texts()]
+        title = legend.get_title().get_text() or None
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, ncols=ncols,
-                  **LEGEND)
+                  title=title, title_fontsize=8, **LEGEND)
         extra += ncols * width + 12.0
     fig.set_figwidth(fig.get_figwidth() + extra / fig.dpi)
 

@@ -144,7 +144,8 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue, ds), shrink=0.8)
     order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
-    return finish_figure(fig, title, figure_legend(axes, order))
+    legend_title = axis_label(spec.hue, ds) if spec.hue and not spec.overlay else None
+    return finish_figure(fig, title, figure_legend(axes, order, title=legend_title))
 
 
 def _note_diverged(ax, ds: xr.Dataset, facet: str | None) -> None:
