@@ -28,13 +28,15 @@ DISPLAY_NAMES = {
     "pretrained_linearization": "pretrained linearization", "two_groups": "two groups",
 }
 """What a reader is shown for a coordinate value that is an id (a model kind, an architecture, a
-case); an id not listed is shown with spaces for underscores (:func:`display_name`)."""
+case); an id not listed is shown word by word (:data:`DISPLAY_WORDS`), spaces for underscores."""
+DISPLAY_WORDS = {"relu": "ReLU", "ntk": "NTK", "mlp": "MLP", "lenet": "LeNet", "gd": "GD", "adam": "Adam",
+                 "sgd": "SGD", "kgd": "kernel GD", "ofe": "OFE", "nad": "NAD", "lr": "lr"}
 
 
 def display_name(value) -> str:
     """The name a figure shows for the label ``value`` (:data:`DISPLAY_NAMES`)."""
     text = str(value)
-    return DISPLAY_NAMES.get(text, text.replace("_", " "))
+    return DISPLAY_NAMES.get(text) or " ".join(DISPLAY_WORDS.get(w, w) for w in text.split("_"))
 
 
 def variable_label(name: str) -> str:

@@ -53,6 +53,7 @@ def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
         defects += [f"{name}: {m}" for m in _hidden_lines(ax)]
         defects += [f"{name}: {m}" for m in _legend_over_data(ax, renderer)]
         defects += [f"{name}: {m}" for m in _dashes_not_theory(ax)]
+        defects += [f"{name}: y range set by theory: {m}" for m in [theory_range(ax)] if m]
     return defects + _unlisted_lines(fig) + _markup(fig) + _legend_count(fig)
 
 
@@ -280,3 +281,36 @@ def _markup(fig: Figure) -> list[str]:
 def _legend_count(fig: Figure) -> list[str]:
     n = len(legends(fig))
     return [f"{n} legends: one legend per figure lists every line"] if n > 1 else []
+
+
+THEORY_SLACK = 0.25
+"""How far (a share of the data's span, in the axis' scale) theory may widen an axis beyond the data."""
+
+
+def data_span(ax: Axes, axis: str = "y") -> tuple[float, float] | None:
+    """The (low, high) of the drawable points of the data lines of ``ax`` (theory and fits left out)."""
+    column = 0 if axis == "x" else 1
+    scale = ax.get_xscale() if axis == "x" else ax.get_yscale()
+    values = []
+    for line in data_lines(ax):
+        if line.get_gid() in (THEORY, FIT):
+            continue
+        v = np.asarray(line.get_xydata(), np.float64)[:, column]
+        values.append(v[np.isfinite(v) & ((v > 0) if scale == "log" else True)])
+    values = np.concatenate(values) if values else np.empty(0)
+    return (float(values.min()), float(values.max())) if values.size else None
+
+
+def theory_range(ax: Axes) -> str | None:
+    """What is wrong when the y view reaches beyond the data by more than :data:`THEORY_SLACK` of
+    their span (in the axis' scale) -- theory or a reference widened it -- else None."""
+    span = data_span(ax)
+    if span is None or not any(line.get_gid() == THEORY for line in data_lines(ax)):
+        return None
+    scale = ax.yaxis.get_transform()
+    lo, hi = scale.transform(np.asarray(span))
+    view_lo, view_hi = sorted(scale.transform(np.asarray(ax.get_ylim(), np.float64)))
+    width = max(hi - lo, 1e-12 * max(abs(lo), abs(hi), 1.0), 0.3 if ax.get_yscale() == "log" else 0.0)
+    if lo - view_lo > (THEORY_SLACK + 0.1) * width or view_hi - hi > (THEORY_SLACK + 0.1) * width:
+        return f"the data span {span[0]:.3g}…{span[1]:.3g}, the axis {ax.get_ylim()[0]:.3g}…{ax.get_ylim()[1]:.3g}"
+    return None

@@ -26,14 +26,16 @@ from ntkpipe.plots.checks import (
     THEORY,
     coincide,
     data_lines,
+    data_span,
     draw,
     drawn_tick_labels,
     integer_data,
     legend_covers,
     line_style,
     texts_outside,
+    theory_range,
 )
-from ntkpipe.plots.mathtext import as_math
+from ntkpipe.plots.mathtext import as_math, math_error
 from ntkpipe.plots.style import PLAIN, diverged_runs, number, power_of_ten
 
 LEGEND = {"fontsize": 8, "frameon": False}
@@ -53,6 +55,7 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     (checks, saving) skip it."""
     legend_axes = note_coincident_lines(fig, list(legend_axes))
     for ax in fig.axes:
+        limits_from_data(ax)
         integer_ticks(ax)
         log_tick_labels(ax)
     legend_axes = [ax for ax in legend_axes if ax.get_legend() or ax.get_legend_handles_labels()[0]]
@@ -131,11 +134,28 @@ def note_coincident_lines(fig: Figure, legend_axes: list[Axes]) -> list[Axes]:
 
 def mathtext_labels(fig: Figure) -> None:
     """Every text of ``fig`` (titles, axis labels, legend entries, notes) with its markup as
-    mathtext (:func:`ntkpipe.plots.mathtext.as_math`)."""
+    mathtext (:func:`ntkpipe.plots.mathtext.as_math`); mathtext matplotlib cannot render (a spec's
+    title) is shown as written, ``$`` escaped, for the checker to report rather than the job to fail."""
     for text in fig.findobj(Text):
         label = text.get_text()
-        if label and (math := as_math(label)) != label:
+        math = as_math(label) if label else label
+        if math and math_error(math):
+            math = math.replace("$", r"\$")
+        if math != label:
             text.set_text(math)
+
+
+def limits_from_data(ax: Axes) -> None:
+    """The y range from the data, not from theory: when theory lines reach beyond the data by more
+    than :data:`ntkpipe.plots.checks.THEORY_SLACK` of their span, the axis is set to the data
+    (with matplotlib's margins) and the theory is clipped to it."""
+    span = data_span(ax)
+    if span is None or not theory_range(ax):
+        return
+    scale = ax.yaxis.get_transform()
+    lo, hi = scale.transform(np.asarray(span, np.float64))
+    pad = 0.05 * max(hi - lo, 0.3 if ax.get_yscale() == "log" else abs(hi) * 0.1 or 1.0)
+    ax.set_ylim(*scale.inverted().transform(np.asarray([lo - pad, hi + pad])))
 
 
 def integer_ticks(ax: Axes) -> None:

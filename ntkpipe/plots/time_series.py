@@ -3,7 +3,9 @@
 One row per variable (one shared panel with ``overlay``), one column per value of ``col``, one
 line per value of ``hue`` (a sweep axis or a variable's own dimension such as ``mode``), averaged
 over the remaining dimensions. Theory is dashed in a darker shade of the line's colour; a scalar
-theory is a horizontal dashed line. Numeric hues with many values get a colour bar. Diverged runs
+theory is a horizontal dashed line. Lines are means with a ±1 sd band over the averaged dimensions
+(e.g. seeds; the legend says over how many); on a log time axis the value at t = 0 is a marker at
+the left edge. Numeric hues with many values get a colour bar. Diverged runs
 are not drawn, nor points a log axis cannot show (time 0 on the default log time axis, values ≤ 0);
 a panel with nothing to draw says why. One legend lists the lines of every panel (each hue value
 drawn in any of them) and, per column, how many of its runs diverged.
@@ -15,6 +17,7 @@ import matplotlib
 import numpy as np
 import xarray as xr
 from matplotlib.colors import LogNorm, Normalize
+from matplotlib.transforms import blended_transform_factory
 
 from ntkpipe.labels import TIME_LABEL, axis_label, variable_label
 from ntkpipe.layout import axis_values, final_value, select, sub_grid
@@ -32,6 +35,7 @@ from ntkpipe.plots.style import (
 )
 
 OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
+START = ">"  # the marker of a value at t = 0, at the left edge of a log time axis
 LEGEND_HUES = 12  # numeric hues up to this many are listed in the legend; more get a colour bar
 
 
@@ -66,9 +70,16 @@ def _band(ax, line: xr.DataArray, sd: xr.DataArray, color) -> None:
 
 
 def _draw(ax, t, values, **style) -> None:
+    """The line (t, values) where the axes can draw it; on a log time axis its value at t = 0 as a
+    marker at the left edge (:data:`START`), so that initial values show."""
     keep = drawable(ax, t, values)
     if keep.any():
         ax.plot(t[keep], values[keep], **style)
+    start = (t == 0) & drawable(ax, np.ones_like(t), values)
+    if ax.get_xscale() == "log" and start.any() and keep.any():
+        edge = blended_transform_factory(ax.transAxes, ax.transData)
+        ax.plot([0.0], [values[start][0]], transform=edge, clip_on=False, ls="none", marker=START, ms=5,
+                color=style.get("color"), gid=THEORY if style.get("gid") == THEORY else None)
 
 
 def _theory(ax, theory: xr.DataArray, color, how: str | None, reference: xr.DataArray) -> None:
@@ -138,6 +149,8 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
         _note_diverged(axes[0, j], sub, hue_label(spec.col, c) if spec.col else None)
     if spec.theory:
         axes[0, -1].plot([], [], "--", color="0.3", label="theory", gid=THEORY)
+    if spec.logx and any(line.get_marker() == START for ax in axes.ravel() for line in ax.get_lines()):
+        axes[0, -1].plot([], [], ls="none", marker=START, color="0.3", label="value at t = 0 (left edge)")
     if averaged := _averaged(ds, spec):
         axes[0, -1].plot([], [], ls="none", label=averaged)
     if norm is not None:
