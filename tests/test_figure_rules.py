@@ -256,3 +256,42 @@ def test_log_axes_write_integers_and_plain_decimals_within_a_decade():
         finish_figure(fig, "ticks")
         draw(fig)
         assert [t.get_text() for _, t in sorted(drawn_tick_labels(ax.yaxis), key=lambda p: p[0])] == expected
+
+
+# --- every PNG says where it came from; every study has an index ---------------------------------
+
+def test_png_metadata_and_the_study_index(tmp_path, repo):
+    import hashlib
+
+    from PIL import Image
+
+    from ntkpipe import __version__
+    from ntkpipe.plots.style import save
+    from ntkpipe.report import figure_metadata, figure_text, study_index
+    from ntkpipe.workflow import build_index
+
+    plan = build_index(repo / "specs", tmp_path / "results", studies=["depth_alignment"]).plans["depth_alignment"]
+    figures = {name: tmp_path / f"{name}.png" for name in plan.figure_paths}
+    for k, (name, path) in enumerate(figures.items()):
+        fig, ax = plain_figure()
+        ax.plot([0, 1], [0, 1])
+        save(fig, path, figure_metadata(plan, name, ["axes 0: legend covers data ('a')"] if k == 0 else []))
+    first, second = figures
+    meta = Image.open(figures[first]).text
+    spec = plan.study.spec.figures[0]
+    digest = hashlib.sha256((repo / "specs" / "depth_alignment.yaml").read_bytes()).hexdigest()[:16]
+    assert meta["Source"] == f"depth_alignment.yaml (sha256 {digest}), study depth_alignment"
+    assert meta["Software"] == f"ntkpipe {__version__}"
+    assert meta["Description"] == f"Reproduces {spec.reproduces}. {figure_text(plan, first)}"
+    assert meta["Title"] and "\n" not in meta["Title"] and meta["Warning"] == "axes 0: legend covers data ('a')"
+    assert "Warning" not in Image.open(figures[second]).text
+    caption = figure_text(plan, first)
+    assert caption.startswith("Kernel alignment A(t), training loss against time, one line per depth L")
+    assert caption.endswith(f"{len(plan.study.points)} runs, 2 seeds per point.")
+    table = tmp_path / "t.csv"
+    table.write_text("depth,diverged\n2,0\n3,0\n4,0\n")
+    index = study_index(plan, figures, table)
+    assert f"![{first}](figures/{first}.png)" in index and f"![{second}](figures/{second}.png)" in index
+    assert f"Reproduces: {spec.reproduces}." in index and caption in index
+    assert "- axes 0: legend covers data ('a')" in index  # the checker's defects, read from the PNG
+    assert "[`t.csv`](t.csv): 3 rows" in index

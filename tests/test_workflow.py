@@ -86,7 +86,7 @@ figures:
 
 
 def _kinds(updated: list[str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {"runs": [], "stages": [], "datasets": [], "tables": [], "figures": []}
+    out: dict[str, list[str]] = {"runs": [], "stages": [], "datasets": [], "tables": [], "figures": [], "indexes": []}
     for path in updated:
         parts = Path(path).parts
         if parts[1] == "runs":
@@ -97,6 +97,8 @@ def _kinds(updated: list[str]) -> dict[str, list[str]]:
             out["figures"].append(path)
         elif path.endswith("_summary.csv"):
             out["tables"].append(path)
+        elif path.endswith("/index.md"):
+            out["indexes"].append(path)
         else:
             out["datasets"].append(path)
     return out
@@ -125,6 +127,7 @@ def test_first_run_makes_every_job(first_run):
                                              "results/tiny_silent/tiny_silent.zarr"]
     assert len(first_run["figures"]) == 3 + 3
     assert sorted(first_run["tables"]) == [f"results/{t}/{t}_summary.csv" for t in ("tiny_eigen", "tiny_scaling", "tiny_silent")]
+    assert sorted(first_run["indexes"]) == [f"results/{t}/index.md" for t in ("tiny_eigen", "tiny_scaling", "tiny_silent")]
 
 
 @pytest.mark.computes("t_half", "t_half_theory", "source:linear_teacher", "activation:linear")

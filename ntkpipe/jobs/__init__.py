@@ -2,6 +2,7 @@
 
 from ntkpipe.jobs.aggregate import aggregate_study
 from ntkpipe.jobs.final_run import final_run
+from ntkpipe.jobs.index import study_index_file
 from ntkpipe.jobs.log import logged
 from ntkpipe.jobs.plot import plot_figure
 from ntkpipe.jobs.table import study_table
@@ -9,5 +10,5 @@ from ntkpipe.jobs.train_pack import train_pack
 from ntkpipe.jobs.train_run import train_run
 from ntkpipe.stages import run_stage
 
-__all__ = ["aggregate_study", "final_run", "logged", "plot_figure", "run_stage", "study_table", "train_pack",
-           "train_run"]
+__all__ = ["aggregate_study", "final_run", "logged", "plot_figure", "run_stage", "study_index_file", "study_table",
+           "train_pack", "train_run"]

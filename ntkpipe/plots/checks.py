@@ -158,7 +158,7 @@ def integer_data(ax: Axes, axis: Axis) -> bool:
     if axis.get_scale() != "linear":
         return False
     column = 0 if axis is ax.xaxis else 1
-    values = [np.asarray(line.get_xydata(), np.float64)[:, column] for line in data_lines(ax)]
+    values = [np.asarray(line.get_xydata(), np.float64)[:, column] for line in data_lines(ax) if line.get_gid() != FIT]
     values = np.concatenate(values) if values else np.empty(0)
     values = values[np.isfinite(values)]
     return np.unique(values).size >= 2 and bool(np.all(values == np.round(values)))

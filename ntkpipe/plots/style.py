@@ -157,11 +157,11 @@ def new_figure(n_rows: int, n_cols: int, *, width: float = 4.2, height: float = 
     return fig, axes
 
 
-def save(fig: Figure, path: str | Path) -> Path:
-    """Write a PNG atomically (temporary name, then rename)."""
+def save(fig: Figure, path: str | Path, metadata: dict[str, str] | None = None) -> Path:
+    """Write a PNG atomically (temporary name, then rename), with ``metadata`` as its text chunks."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp-{uuid.uuid4().hex[:8]}.png")
-    fig.savefig(tmp, dpi=DPI)
+    fig.savefig(tmp, dpi=DPI, metadata=metadata)
     os.replace(tmp, path)
     return path
