@@ -245,6 +245,7 @@ def test_figure_edit_reruns_no_run(workdir, first_run):
     spec.write_text(spec.read_text().replace("hue: sigma}", "hue: sigma, logx: false}"))
     assert run_snakemake(workdir) == ["results/tiny_scaling/figures/curves.png",
                                       "results/tiny_scaling/figures/t_half.png",
+                                      "results/tiny_scaling/index.md",
                                       "results/tiny_scaling/tiny_scaling.zarr",
                                       "results/tiny_scaling/tiny_scaling_summary.csv"]
 
@@ -255,7 +256,7 @@ def test_title_and_description_edits_keep_the_stored_spec_current(workdir, first
     figures = [f"results/tiny_silent/figures/{f}.png" for f in ("dynamics", "predictions", "spectra")]
     spec.write_text("description: Silent alignment, tiny\n" + spec.read_text().replace(
         "col: dataset}\n  - {name: spectra", "col: dataset, title: Tiny predictions}\n  - {name: spectra"))
-    assert run_snakemake(workdir) == figures + ["results/tiny_silent/tiny_silent.zarr",
+    assert run_snakemake(workdir) == figures + ["results/tiny_silent/index.md", "results/tiny_silent/tiny_silent.zarr",
                                                 "results/tiny_silent/tiny_silent_summary.csv"]
     stored = json.loads(xr.open_zarr(dataset).attrs["study_spec"])
     assert stored["description"] == "Silent alignment, tiny"

@@ -112,13 +112,19 @@ def diverged_runs(ds: xr.Dataset, shown: int = 3) -> str | None:
     diverged, total = run_counts(ds)
     if not diverged:
         return None
+    which = _which_diverged(ds, shown)
+    return f"{diverged} of {total} runs diverged" + (f": {which}" if which else "")
+
+
+def _which_diverged(ds: xr.Dataset, shown: int = 3) -> str:
+    """"σ=0.5; σ=1": the axis values of the first ``shown`` runs of ``ds`` that diverged ("…" for
+    more; empty without a sweep)."""
     ds = sub_grid(ds)  # the runs by their axes' values (either layout)
     present = ds["run_id"] != "" if "run_id" in ds else True
     flags = (ds["diverged"] > 0) & present
     runs = [", ".join(f"{AXIS_SYMBOLS.get(d) or axis_label(d)}={value_text(ds[d].values[i])}" for d, i in zip(flags.dims, index))
             for index in np.argwhere(flags.values)]
-    which = "; ".join(runs[:shown]) + ("; …" if len(runs) > shown else "")
-    return f"{diverged} of {total} runs diverged" + (f": {which}" if which else "")
+    return "; ".join(runs[:shown]) + ("; …" if len(runs) > shown else "")
 
 
 def drawable(ax, x, y) -> np.ndarray:
@@ -134,9 +140,13 @@ def drawable(ax, x, y) -> np.ndarray:
 
 
 def diverged_label(ds: xr.Dataset) -> str | None:
-    """"k of n runs diverged, not drawn" when k > 0 of the runs of ``ds`` diverged, else None."""
+    """"k of n runs diverged, not drawn: σ=0.5; σ=1" (naming them, :func:`_which_diverged`) when
+    k > 0 of the runs of ``ds`` diverged, else None."""
     diverged, total = run_counts(ds)
-    return f"{diverged} of {total} runs diverged, not drawn" if diverged else None
+    if not diverged:
+        return None
+    which = _which_diverged(ds)
+    return f"{diverged} of {total} runs diverged, not drawn" + (f": {which}" if which else "")
 
 
 def note_diverged(ax, ds: xr.Dataset):
