@@ -53,7 +53,7 @@ figures:
 """
 CURVES = TimeSeriesFigure.model_validate({"name": "curves", "kind": "time_series", "variables": ["loss"],
                                           "logx": False, "logy": ["loss"]})
-NOTE = "2 of 4 runs diverged, not drawn: seed=0, η=3; seed=1, η=3"  # which runs, by their axes' values
+NOTE = "2 of 4 runs diverged, not drawn:\nseed=0, η=3; seed=1, η=3"  # which runs, by their axes' values
 
 
 def one_step(lr: float):
@@ -207,7 +207,7 @@ def test_a_study_whose_every_run_diverged_aggregates_and_draws(results):
         assert (results / f"all_diverge/figures/{name}.png").stat().st_size > 0
     fig = plot_time_series(ds.load(), CURVES, "every run diverged")
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
-        "4 of 4 runs diverged, not drawn: seed=0, η=50; seed=0, η=80; seed=1, η=50; …"]
+        "4 of 4 runs diverged, not drawn:\nseed=0, η=50; seed=0, η=80; …"]
     assert not [line for line in fig.axes[0].get_lines() if len(line.get_xdata())]
 
 

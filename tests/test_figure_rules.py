@@ -225,6 +225,16 @@ def test_checker_finds_raw_markup_ids_and_broken_mathtext():
     assert figure_defects(fig) == []
 
 
+def test_checker_finds_a_fit_in_the_legend_without_a_fitted_curve():
+    fig, ax = plain_figure()
+    ax.plot([1, 2, 4], [1.0, 0.5, 0.25], "o-", label="L = 3 (exponent -1.00 ± 0.01)")
+    ax.set_xscale("log")
+    ax.legend(loc="upper right")
+    assert figure_defects(fig) == ["legend gives a fit ('L = 3 (exponent -1.00 ± 0.01)') but no fitted curve is drawn"]
+    ax.plot([1, 4], [1.0, 0.25], color="0.5", lw=0.8, gid=FIT)
+    assert figure_defects(fig) == []
+
+
 def test_checker_finds_two_legends():
     fig, axes = new_figure(1, 2)
     for ax in axes[0]:

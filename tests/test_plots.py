@@ -484,8 +484,8 @@ def test_faceted_time_series_has_one_legend_for_every_facet():
     fig = draw_quietly(faceted_dataset(), spec)
     (legend,) = legends(fig)
     assert [t.get_text() for t in legend.get_texts()] == [
-        "η = 0.01", "η = 0.5", "η = 2048", "L = 2: 1 of 3 runs diverged, not drawn: η=2048",
-        "L = 3: 1 of 3 runs diverged, not drawn: η=0.01"]  # which runs, by their axes' values
+        "η = 0.01", "η = 0.5", "η = 2048", "L = 2: 1 of 3 runs diverged, not drawn:\nη=2048",
+        "L = 3: 1 of 3 runs diverged, not drawn:\nη=0.01"]  # which runs, by their axes' values
     assert figure_defects(fig) == []  # no labelled line missing from it, and it covers no data
 
 

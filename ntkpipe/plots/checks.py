@@ -13,12 +13,15 @@
 * a dashed data line, or a theory line (gid :data:`THEORY`) drawn solid: dashes mean theory;
 * a text with markup a reader sees raw (``φ_j``, ``K_V^{c,c}``, an id such as ``model_case``)
   or mathtext matplotlib cannot render;
-* more than one legend.
+* more than one legend;
+* a fitted exponent or slope in a legend with no fitted curve (gid :data:`FIT`) drawn.
 
 Only what is drawn counts: invisible artists, empty texts and ticks outside the view are skipped.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -54,7 +57,7 @@ def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
         defects += [f"{name}: {m}" for m in _legend_over_data(ax, renderer)]
         defects += [f"{name}: {m}" for m in _dashes_not_theory(ax)]
         defects += [f"{name}: y range set by theory: {m}" for m in [theory_range(ax)] if m]
-    return defects + _unlisted_lines(fig) + _markup(fig) + _legend_count(fig)
+    return defects + _unlisted_lines(fig) + _markup(fig) + _legend_count(fig) + _fit_without_line(fig)
 
 
 def draw(fig: Figure):
@@ -245,10 +248,10 @@ def _unlisted_lines(fig: Figure) -> list[str]:
     shown = legends(fig)
     if not shown:
         return []
-    listed = {text.get_text() for legend in shown for text in legend.get_texts()}
+    listed = {" ".join(text.get_text().split()) for legend in shown for text in legend.get_texts()}
     return [f"{name}: line {_line_name(line)} is not in any legend" for name, ax in _named_axes(fig)
             for line in data_lines(ax) if not line.get_label().startswith("_")
-            and not {line.get_label(), as_math(line.get_label())} & listed]
+            and not {" ".join(line.get_label().split()), " ".join(as_math(line.get_label()).split())} & listed]
 
 
 def dashed(line: Line2D) -> bool:
@@ -314,3 +317,18 @@ def theory_range(ax: Axes) -> str | None:
     if lo - view_lo > (THEORY_SLACK + 0.1) * width or view_hi - hi > (THEORY_SLACK + 0.1) * width:
         return f"the data span {span[0]:.3g}…{span[1]:.3g}, the axis {ax.get_ylim()[0]:.3g}…{ax.get_ylim()[1]:.3g}"
     return None
+
+
+FITTED = re.compile(r"(exponent|slope in ln \S+) −?-?\d")
+"""A legend's fitted exponent or slope with its value (a note saying why there is no fit has none)."""
+
+
+def _fit_without_line(fig: Figure) -> list[str]:
+    texts = [t.get_text() for legend in legends(fig) for t in legend.get_texts() if FITTED.search(t.get_text())]
+    fitted = any(line.get_gid() == FIT for ax in fig.axes for line in ax.get_lines())
+    return [f"legend gives a fit ({_short_text(texts[0])}) but no fitted curve is drawn"] if texts and not fitted else []
+
+
+def _short_text(s: str) -> str:
+    s = " ".join(s.split())
+    return repr(s if len(s) <= 60 else s[:57] + "...")

@@ -31,6 +31,7 @@ from ntkpipe.plots.checks import (
     drawn_tick_labels,
     integer_data,
     legend_covers,
+    legends,
     line_style,
     texts_outside,
     theory_range,
@@ -41,6 +42,7 @@ from ntkpipe.plots.style import PLAIN, diverged_runs, number, power_of_ten
 LEGEND = {"fontsize": 8, "frameon": False}
 MARKERS = ["s", "^", "D", "v", "P", "X", "o", "<", ">", "p", "h", "*"]
 MARKS = 12  # markers along a line told apart from a coincident one
+LEGEND_CHARS = 48  # legend entries are wrapped to lines of at most this many characters
 NOTE_CHARS = 40  # coincident lines with longer names together are counted in the note, not named
 LAYOUT_SLACK = 3.0  # lines are compared before the layout sizes the axes: a wider tolerance than the check's
 DECADES = 5  # a log axis spanning more decades (margins included) is labelled in powers of ten
@@ -63,6 +65,7 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
         if ax.get_legend() is None:  # a legend drawn before (e.g. of chosen handles) is kept
             ax.legend(loc="best", **LEGEND)
     suptitle = fig.suptitle(title, fontsize=fontsize)
+    wrap_legend_texts(fig)
     mathtext_labels(fig)
     renderer = draw(fig)
     for _ in range(3):  # one pass may not settle (fixed-aspect images, colour bars): redraw then
@@ -130,6 +133,16 @@ def note_coincident_lines(fig: Figure, legend_axes: list[Axes]) -> list[Axes]:
     title = legend.get_title().get_text() if legend is not None else ""
     holder.legend(handles, labels, loc="best", title=title or None, title_fontsize=8, **LEGEND)
     return [holder, *(ax for ax in legend_axes if ax is not holder)]
+
+
+def wrap_legend_texts(fig: Figure) -> None:
+    """Legend entries longer than :data:`LEGEND_CHARS` wrapped at spaces (each line on its own), so
+    that no entry is wider than a panel (a legend inside the axes is part of their layout)."""
+    for legend in legends(fig):
+        for text in legend.get_texts():
+            lines = text.get_text().split("\n")
+            if max(map(len, lines)) > LEGEND_CHARS:
+                text.set_text("\n".join(textwrap.fill(line, LEGEND_CHARS, break_long_words=False) for line in lines))
 
 
 def mathtext_labels(fig: Figure) -> None:

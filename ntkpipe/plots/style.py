@@ -140,13 +140,13 @@ def drawable(ax, x, y) -> np.ndarray:
 
 
 def diverged_label(ds: xr.Dataset) -> str | None:
-    """"k of n runs diverged, not drawn: σ=0.5; σ=1" (naming them, :func:`_which_diverged`) when
-    k > 0 of the runs of ``ds`` diverged, else None."""
+    """"k of n runs diverged, not drawn:" and, on a line of its own, which (the first two by their
+    axes' values, :func:`_which_diverged`) when k > 0 of the runs of ``ds`` diverged, else None."""
     diverged, total = run_counts(ds)
     if not diverged:
         return None
-    which = _which_diverged(ds)
-    return f"{diverged} of {total} runs diverged, not drawn" + (f": {which}" if which else "")
+    which = _which_diverged(ds, shown=2)
+    return f"{diverged} of {total} runs diverged, not drawn" + (f":\n{which}" if which else "")
 
 
 def note_diverged(ax, ds: xr.Dataset):
