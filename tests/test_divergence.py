@@ -231,8 +231,8 @@ def test_time_series_y_range_comes_from_the_runs_that_did_not_diverge(results):
     assert ax.get_ylim() == ref.get_ylim() and ax.get_ylim()[1] < 1.0
     [line] = [line for line in ax.get_lines() if len(line.get_xdata())]
     np.testing.assert_allclose(line.get_ydata(), ds["loss"].sel(lr=0.05).mean("seed").dropna("time").values)
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == [NOTE]
-    assert ref.get_legend() is None
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [NOTE, "mean ± sd over 2 seeds (band)"]
+    assert [t.get_text() for t in ref.get_legend().get_texts()] == ["mean ± sd over 2 seeds (band)"]
 
 
 @pytest.mark.computes("figure:sweep")

@@ -6,7 +6,7 @@ The variable's own dims follow the sweep axes (as in every study dataset); the f
 the rows, the second across the columns. Everything else (e.g. seeds) is averaged after ``where``;
 a series is taken at its last finite time; diverged runs are left out (and counted in the panel's
 title; a panel without a finite cell says why). One panel per value of ``col``, one colour scale
-and colour bar for all panels (the bar says so, for panels meant to be compared), each cell annotated with its value in black or white, whichever
+and colour bar for all panels, each cell annotated with its value in black or white, whichever
 reads better on the cell's colour.
 """
 
@@ -73,7 +73,6 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
         if heading:
             ax.set_title("\n".join(heading), fontsize=10)
         explain_empty(ax, sub)
-    shared = " (one scale for all panels)" if len(cols) > 1 else ""
-    fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes,
-                 label=variable_label(spec.variable) + shared, shrink=0.8)
+    fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=variable_label(spec.variable),
+                 shrink=0.8)
     return finish_figure(fig, title)

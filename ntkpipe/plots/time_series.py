@@ -151,7 +151,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
         axes[0, -1].plot([], [], "--", color="0.3", label="theory", gid=THEORY)
     if spec.logx and any(line.get_marker() == START for ax in axes.ravel() for line in ax.get_lines()):
         axes[0, -1].plot([], [], ls="none", marker=START, color="0.3", label="value at t = 0 (left edge)")
-    if averaged := _averaged(ds, spec):
+    if (averaged := _averaged(ds, spec)) and any(ax.collections for ax in axes.ravel()):  # a band is drawn
         axes[0, -1].plot([], [], ls="none", label=averaged)
     if norm is not None:
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
