@@ -21,6 +21,22 @@ AXIS_SYMBOLS = {"sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", 
                 "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k", "nad_index": "j",
                 "pretrain_epochs": "k"}
 TIME_LABEL = "time t = η · step"
+DISPLAY_NAMES = {
+    "network": "network", "linearized": "linearized", "kgd": "kernel GD (frozen K₀)",
+    "akgd": "kernel GD (K₀ rescaled to ‖K_T‖)", "ofe": "OFE", "ofe_fit": "OFE (fitted γ̂)", "mlp": "MLP",
+    "lenet": "LeNet-5", "relu": "ReLU", "init": "initialization", "end": "end of training",
+    "pretrained_linearization": "pretrained linearization", "two_groups": "two groups",
+}
+"""What a reader is shown for a coordinate value that is an id (a model kind, an architecture, a
+case); an id not listed is shown word by word (:data:`DISPLAY_WORDS`), spaces for underscores."""
+DISPLAY_WORDS = {"relu": "ReLU", "ntk": "NTK", "mlp": "MLP", "lenet": "LeNet", "gd": "GD", "adam": "Adam",
+                 "sgd": "SGD", "kgd": "kernel GD", "ofe": "OFE", "nad": "NAD", "lr": "lr"}
+
+
+def display_name(value) -> str:
+    """The name a figure shows for the label ``value`` (:data:`DISPLAY_NAMES`)."""
+    text = str(value)
+    return DISPLAY_NAMES.get(text) or " ".join(DISPLAY_WORDS.get(w, w) for w in text.split("_"))
 
 
 def variable_label(name: str) -> str:
@@ -32,4 +48,4 @@ def axis_label(name: str, ds: xr.Dataset | None = None) -> str:
     up by the axis key the study dataset records in the coordinate's ``axis`` attribute."""
     if ds is not None and name in ds.coords:
         name = ds[name].attrs.get("axis", name)
-    return AXIS_LABELS.get(name, name)
+    return AXIS_LABELS.get(name, display_name(name))

@@ -1,10 +1,13 @@
 """Captions of the Snakemake report's items (``snakemake --report``), in reStructuredText, from the
 study spec: a figure's title, the paper figure it reproduces and the study description; a study
-table's description of what it averages."""
+table's description of what it averages. Also each figure's caption paragraph and PNG metadata, and
+the study's ``index.md`` (issue 27)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+from pathlib import Path
 
 from ntkpipe.lang.titles import figure_title
 from ntkpipe.study.plan import StudyPlan
@@ -43,3 +46,83 @@ def table_caption(plan: StudyPlan) -> str:
     rows = table_rows(plan)
     return (f"Every scalar variable of the study dataset averaged over seeds at each sweep point "
             f"({rows} row{'s' if rows != 1 else ''}).\n\n{_study_line(plan)}")
+
+
+def _figure(plan: StudyPlan, name: str):
+    return next(f for f in plan.study.spec.figures if f.name == name)
+
+
+def figure_text(plan: StudyPlan, name: str) -> str:
+    """A one-paragraph caption of figure ``name`` from its spec: what is drawn against what, one
+    line per what, over how many runs and seeds, what is dashed."""
+    from ntkpipe.labels import axis_label, variable_label
+
+    f = _figure(plan, name)
+    runs = len(plan.study.points)
+    seeds = len({p.get("seed") for p in plan.study.points}) if "seed" in plan.study.axes else 1
+    parts = {
+        "sweep": lambda: (f"{', '.join(variable_label(y) for y in f.plotted())} against {axis_label(f.x)}"
+                          + (f", one line per {axis_label(f.hue)}" if f.hue else "")
+                          + " (mean ± sd band over the other axes, dots for single runs)"
+                          + (f"; the {f.fit.replace('_', ' ')} fitted to each line is drawn thin" if f.fit else "")),
+        "time_series": lambda: (f"{', '.join(variable_label(v) for v in f.variables)} against time"
+                                + (f", one line per {axis_label(f.hue)}" if f.hue else "")
+                                + (f", one column per {axis_label(f.col)}" if f.col else "")
+                                + " (mean ± sd band over the averaged axes; values at t = 0 at the left edge)"),
+        "scatter": lambda: (f"{', '.join(variable_label(y) for y in f.y)} against {variable_label(f.x)}"
+                            + (f", one panel per {axis_label(f.col)}" if f.col else "") + ", with y = x"),
+        "images": lambda: f"the first {f.count} images of {variable_label(f.variable)}"
+                          + (f", one row per {axis_label(f.rows)}" if f.rows else "")
+                          + (" and their Fourier magnitudes" if f.fourier else ""),
+        "matrix": lambda: f"{variable_label(f.variable)} as a heat map, averaged over seeds"
+                          + (f", one panel per {axis_label(f.col)}" if f.col else ""),
+    }
+    text = parts[f.kind]()
+    text = text[0].upper() + text[1:]
+    theory = getattr(f, "theory", None)
+    dashed = " Dashed: theory." if theory else ""
+    selected = f" Selected: {', '.join(f'{k} = {v}' for k, v in f.where.items())}." if f.where else ""
+    return (f"{text}.{dashed}{selected} {runs} run{'s' if runs != 1 else ''}"
+            + (f", {seeds} seeds per point" if seeds > 1 else "") + ".")
+
+
+def figure_metadata(plan: StudyPlan, name: str, defects: list[str] = ()) -> dict[str, str]:
+    """The PNG text of figure ``name``: ``Title``, ``Description`` (the paper panel and caption),
+    ``Source`` (the spec file and the hash of its content), ``Software`` (ntkpipe's version) and,
+    when the checker found any, ``Warning`` (the defects, one a line)."""
+    from ntkpipe import __version__
+
+    f = _figure(plan, name)
+    path = plan.study.path
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "unknown"
+    title = figure_title(plan.study.spec, f.model_copy(update={"reproduces": None}))
+    description = (f"Reproduces {f.reproduces}. " if f.reproduces else "") + figure_text(plan, name)
+    meta = {"Title": " ".join(title.split()), "Description": description,
+            "Source": f"{path.name} (sha256 {digest}), study {plan.tag}", "Software": f"ntkpipe {__version__}"}
+    if defects:
+        meta["Warning"] = "\n".join(defects)
+    return meta
+
+
+def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path) -> str:
+    """The study's ``index.md``: every figure with the paper panel it reproduces, its caption and the
+    defects the checker found in it (read from its PNG), and the table with its row count."""
+    from PIL import Image
+
+    spec = plan.study.spec
+    lines = [f"# {plan.tag}", "", f"{' '.join((spec.description or '').split())}", "",
+             f"Spec: `{plan.study.path.name}`. {len(plan.study.points)} runs.", "", "## Figures", ""]
+    for name, path in figures.items():
+        f = _figure(plan, name)
+        meta = Image.open(path).text if Path(path).is_file() else {}
+        lines += [f"### {name}", "", f"![{name}](figures/{Path(path).name})", ""]
+        if f.reproduces:
+            lines += [f"Reproduces: {f.reproduces}.", ""]
+        lines += [figure_text(plan, name), ""]
+        if warning := meta.get("Warning"):
+            lines += ["Defects found by the figure checker:", ""] + [f"- {d}" for d in warning.splitlines()] + [""]
+    rows = len(Path(table).read_text().splitlines()) - 1 if Path(table).is_file() else table_rows(plan)
+    lines += ["## Table", "", f"[`{Path(table).name}`]({Path(table).name}): {rows} row{'s' if rows != 1 else ''}, "
+              "every scalar variable, final value of each series and every string variable, averaged over seeds "
+              "per sweep point.", ""]
+    return "\n".join(lines)

@@ -53,7 +53,7 @@ figures:
 """
 CURVES = TimeSeriesFigure.model_validate({"name": "curves", "kind": "time_series", "variables": ["loss"],
                                           "logx": False, "logy": ["loss"]})
-NOTE = "2 of 4 runs diverged, not drawn"
+NOTE = "2 of 4 runs diverged, not drawn:\nseed=0, η=3; seed=1, η=3"  # which runs, by their axes' values
 
 
 def one_step(lr: float):
@@ -206,7 +206,8 @@ def test_a_study_whose_every_run_diverged_aggregates_and_draws(results):
     for name in ("t_half", "curves"):
         assert (results / f"all_diverge/figures/{name}.png").stat().st_size > 0
     fig = plot_time_series(ds.load(), CURVES, "every run diverged")
-    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["4 of 4 runs diverged, not drawn"]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
+        "4 of 4 runs diverged, not drawn:\nseed=0, η=50; seed=0, η=80; …"]
     assert not [line for line in fig.axes[0].get_lines() if len(line.get_xdata())]
 
 
@@ -230,8 +231,8 @@ def test_time_series_y_range_comes_from_the_runs_that_did_not_diverge(results):
     assert ax.get_ylim() == ref.get_ylim() and ax.get_ylim()[1] < 1.0
     [line] = [line for line in ax.get_lines() if len(line.get_xdata())]
     np.testing.assert_allclose(line.get_ydata(), ds["loss"].sel(lr=0.05).mean("seed").dropna("time").values)
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == [NOTE]
-    assert ref.get_legend() is None
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [NOTE, "mean ± sd over 2 seeds (band)"]
+    assert [t.get_text() for t in ref.get_legend().get_texts()] == ["mean ± sd over 2 seeds (band)"]
 
 
 @pytest.mark.computes("figure:sweep")

@@ -3,8 +3,8 @@
 One hypothesis example draws ``STUDIES_PER_RUN`` studies into one specs directory and runs ONE
 Snakemake invocation for all of them (threads in one process, one JAX compile cache), then checks
 each study: every job succeeded; every variable of every requested measurement is in the study
-dataset with its registry attrs; every figure and the table are written; a dry run has nothing
-left to do; and editing one leaf reruns only what depends on it (a figure title: the study's
+dataset with its registry attrs; every figure (free of checker defects), the table and the index
+are written; a dry run has nothing left to do; and editing one leaf reruns only what depends on it (a figure title: the study's
 aggregation and figures, no training; the learning rate: exactly the runs whose id changed).
 
 Profiles (tests/conftest.py): ``ci`` (default, derandomized) and ``long`` (random, hundreds of
@@ -25,6 +25,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from ntkpipe.data import files
 from ntkpipe.layout import open_dataset
@@ -147,7 +148,8 @@ def study_failures(study: DrawnStudy, workdir: Path) -> list[str]:
         logs = [p for p in sorted((workdir / "results" / "logs").rglob("*.log")) if p.stem in ids]
         errors = [f"--- {p.parent.name}/{p.name}\n{p.read_text()[-2000:]}" for p in logs if "Traceback" in p.read_text()]
         return [f"not written: {missing}", *errors]
-    problems = []
+    problems = [f"figure {png.name}: {defect}" for png in sorted((workdir / "results" / study.name).glob("figures/*.png"))
+                for defect in Image.open(png).text.get("Warning", "").splitlines()]  # the checker's, as saved
     ds = open_dataset(plan.dataset_path if plan.dataset_path.is_absolute() else workdir / plan.dataset_path)
     for name in study.measurements:
         for variable in REGISTRY[name].variables:
@@ -175,7 +177,7 @@ def _job_ids(workdir: Path, name: str) -> set[str]:
             | {job.id for job in plan.finals.values()})
 
 
-STUDY_RULES = ("aggregate", "plot", "table")
+STUDY_RULES = ("aggregate", "plot", "table", "index")
 """Rules whose outputs sit under results/<study>/; every other rule makes a store named by its id."""
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ntkpipe.layout import open_dataset
+from ntkpipe.layout import final_value, open_dataset
 from tests.conftest import REPO, run_snakemake
 
 pytestmark = pytest.mark.workflow
@@ -38,7 +38,8 @@ def test_report_holds_the_captioned_figure_and_study_table(tmp_path):
     expected = ds.t_half.mean("seed").values
     assert table.index.tolist() == [0.1, 0.2]
     np.testing.assert_allclose(table["t_half"].values, expected, rtol=1e-3)
-    assert table.columns.tolist() == ["diverged", "t_half"]  # not loss (a series) nor timings
+    assert table.columns.tolist() == ["diverged", "t_half", "loss_final"]  # a series by its final value; no timings
+    np.testing.assert_allclose(table["loss_final"].values, final_value(ds.loss).mean("seed").values, rtol=1e-3)
 
     out = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
                           "--report", "report.html"], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=300)

@@ -43,8 +43,8 @@ def test_table_has_the_seed_mean_of_every_sweep_point(shape, tmp_path):
         expected.setdefault(tuple(v for a, v in point.items() if a != "seed"), []).append(store)
     assert len(table) == len(expected) == table_rows(plan)
     assert f"({len(expected)} row{'s' if len(expected) > 1 else ''})" in table_caption(plan)
-    assert {"diverged", "weight_norm", "weight_norm_init"} <= set(table.columns)
-    assert not {"loss", "loss_ends", "seconds_train"} & set(table.columns)  # series, summaries, timings
+    assert {"diverged", "weight_norm", "weight_norm_init", "loss_final"} <= set(table.columns)
+    assert not {"loss", "loss_ends", "seconds_train"} & set(table.columns)  # series (their final values are), summaries, timings
     rows = table.to_dict("index")
     for point, runs in expected.items():
         row = rows[point if len(point) > 1 else point[0] if point else 0]
@@ -59,5 +59,21 @@ def test_a_long_sweep_keeps_every_row():
     ds = xr.Dataset({"t_half": (("sigma", "seed"), values), "loss": (("sigma", "seed", "time"), np.zeros((60, 2, 3)))},
                     coords={"sigma": sigma, "seed": [0, 1]})
     table = sweep_table(ds, ["sigma", "seed"])
-    assert table.index.tolist() == sigma.tolist() and table.columns.tolist() == ["t_half"]
+    assert table.index.tolist() == sigma.tolist() and table.columns.tolist() == ["t_half", "loss_final"]
     np.testing.assert_allclose(table["t_half"].values, values.mean(1))
+
+
+def test_the_table_keeps_string_columns_and_the_final_value_of_each_series():
+    """phase_diagram's predicted and measured phases (strings) and the final test accuracy (the last
+    finite time of a series, averaged over seeds) are columns; run ids are not."""
+    accuracy = np.array([[[0.5, 0.8, np.nan], [0.5, 0.7, 0.9]], [[0.4, 0.6, 0.7], [0.5, 0.5, 0.5]]])
+    ds = xr.Dataset({"predicted_phase": (("d", "seed"), [["kernel", "kernel"], ["rich", "rich"]]),
+                     "measured_phase": (("d", "seed"), [["kernel", "rich"], ["rich", "rich"]]),
+                     "run_id": (("d", "seed"), [["a", "b"], ["c", "d"]]),
+                     "test_accuracy": (("d", "seed", "time"), accuracy)},
+                    coords={"d": [1.0, 4.0], "seed": [0, 1], "time": [0.0, 1.0, 2.0]})
+    table = sweep_table(ds, ["d", "seed"])
+    assert table["predicted_phase"].tolist() == ["kernel", "rich"]
+    assert table["measured_phase"].tolist() == ["kernel / rich", "rich"]
+    np.testing.assert_allclose(table["test_accuracy_final"].values, [(0.8 + 0.9) / 2, (0.7 + 0.5) / 2])
+    assert "run_id" not in table.columns

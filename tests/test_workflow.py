@@ -86,7 +86,7 @@ figures:
 
 
 def _kinds(updated: list[str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {"runs": [], "stages": [], "datasets": [], "tables": [], "figures": []}
+    out: dict[str, list[str]] = {"runs": [], "stages": [], "datasets": [], "tables": [], "figures": [], "indexes": []}
     for path in updated:
         parts = Path(path).parts
         if parts[1] == "runs":
@@ -97,6 +97,8 @@ def _kinds(updated: list[str]) -> dict[str, list[str]]:
             out["figures"].append(path)
         elif path.endswith("_summary.csv"):
             out["tables"].append(path)
+        elif path.endswith("/index.md"):
+            out["indexes"].append(path)
         else:
             out["datasets"].append(path)
     return out
@@ -125,6 +127,7 @@ def test_first_run_makes_every_job(first_run):
                                              "results/tiny_silent/tiny_silent.zarr"]
     assert len(first_run["figures"]) == 3 + 3
     assert sorted(first_run["tables"]) == [f"results/{t}/{t}_summary.csv" for t in ("tiny_eigen", "tiny_scaling", "tiny_silent")]
+    assert sorted(first_run["indexes"]) == [f"results/{t}/index.md" for t in ("tiny_eigen", "tiny_scaling", "tiny_silent")]
 
 
 @pytest.mark.computes("t_half", "t_half_theory", "source:linear_teacher", "activation:linear")
@@ -242,6 +245,7 @@ def test_figure_edit_reruns_no_run(workdir, first_run):
     spec.write_text(spec.read_text().replace("hue: sigma}", "hue: sigma, logx: false}"))
     assert run_snakemake(workdir) == ["results/tiny_scaling/figures/curves.png",
                                       "results/tiny_scaling/figures/t_half.png",
+                                      "results/tiny_scaling/index.md",
                                       "results/tiny_scaling/tiny_scaling.zarr",
                                       "results/tiny_scaling/tiny_scaling_summary.csv"]
 
@@ -252,7 +256,7 @@ def test_title_and_description_edits_keep_the_stored_spec_current(workdir, first
     figures = [f"results/tiny_silent/figures/{f}.png" for f in ("dynamics", "predictions", "spectra")]
     spec.write_text("description: Silent alignment, tiny\n" + spec.read_text().replace(
         "col: dataset}\n  - {name: spectra", "col: dataset, title: Tiny predictions}\n  - {name: spectra"))
-    assert run_snakemake(workdir) == figures + ["results/tiny_silent/tiny_silent.zarr",
+    assert run_snakemake(workdir) == figures + ["results/tiny_silent/index.md", "results/tiny_silent/tiny_silent.zarr",
                                                 "results/tiny_silent/tiny_silent_summary.csv"]
     stored = json.loads(xr.open_zarr(dataset).attrs["study_spec"])
     assert stored["description"] == "Silent alignment, tiny"

@@ -77,7 +77,7 @@ def test_unwritable_results_directories_are_named_before_any_job(tmp_path, monke
     index = build_index(tmp_path / "specs", results)
     assert written_directories(index) == {results / "runs", results / "study", results / "logs" / "train",
                                           results / "logs" / "aggregate", results / "logs" / "table",
-                                          results / ".cache" / "jax"}
+                                          results / "logs" / "index", results / ".cache" / "jax"}
     (results / "runs").mkdir(parents=True)
     check_results_writable(index)
     real_access = os.access

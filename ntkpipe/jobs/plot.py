@@ -1,4 +1,5 @@
-"""The plotting job: one figure of a study dataset, checked for defects as it is saved. The plotting
+"""The plotting job: one figure of a study dataset, checked for defects as it is saved (they go to the
+log and into the PNG's metadata, which :func:`ntkpipe.report.figure_metadata` writes). The plotting
 modules (matplotlib) are imported when a figure is drawn, not with :mod:`ntkpipe.jobs`."""
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ def draw_figure(plan: StudyPlan, name: str) -> Figure:
 def plot_figure(plan: StudyPlan, name: str, out: str | Path) -> Path:
     """Draw figure ``name`` of ``plan`` into ``out`` (PNG); its defects (``plots.checks``) are
     reported on stderr, not raised: a figure with a clipped label is still worth having."""
-    from ntkpipe.plots.checks import figure_defects
+    from ntkpipe.plots.checks import draw, figure_defects
     from ntkpipe.plots.style import save
+    from ntkpipe.report import figure_metadata
 
     fig = draw_figure(plan, name)
-    path = save(fig, out)
-    for defect in figure_defects(fig, drawn=True):  # as saved: no second drawing
+    draw(fig)  # as it will be saved: the checker reads the drawn figure, the PNG carries its defects
+    defects = figure_defects(fig, drawn=True)
+    for defect in defects:
         print(f"ntkpipe: figure {out}: {defect}", file=sys.stderr)
-    return path
+    return save(fig, out, figure_metadata(plan, name, defects))

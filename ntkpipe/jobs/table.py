@@ -1,6 +1,7 @@
 """The study table: each scalar variable of a study dataset (one value per run) averaged over seeds
-at every sweep point, as CSV for the Snakemake report. Every sweep point has its row (one row for a
-study without a sweep); either dataset layout (:mod:`ntkpipe.layout`)."""
+at every sweep point, the final value of each series (``<name>_final``, its last finite time) and
+every string variable (``predicted_phase``), as CSV for the Snakemake report. Every sweep point has
+its row (one row for a study without a sweep), never cut; either dataset layout (:mod:`ntkpipe.layout`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pandas as pd
 import xarray as xr
 
 from ntkpipe.lang.axes import dimension
-from ntkpipe.layout import RUN
+from ntkpipe.layout import RUN, final_value
 from ntkpipe.store import read_store
 from ntkpipe.study.plan import StudyPlan
 
@@ -23,18 +24,32 @@ def summary_table(plan: StudyPlan) -> pd.DataFrame:
 
 def sweep_table(ds: xr.Dataset, axes: list[str]) -> pd.DataFrame:
     """One row per sweep point of ``ds`` without ``seed`` (in sweep order; one row without sweep
-    ``axes``), the mean over seeds of every numeric variable that has one value per run (NaN values,
-    e.g. of diverged runs, skipped), timings (``seconds_*``) left out."""
+    ``axes``), the mean over seeds of every numeric variable that has one value per run and of the
+    final value of every series (NaN values, e.g. of diverged runs, skipped), and the values of every
+    string variable (distinct values over seeds joined by " / "); run ids and timings
+    (``seconds_*``) left out."""
     per_run = set(axes) | {RUN}
+    finals = {f"{n}_final": final_value(v) for n, v in ds.data_vars.items()
+              if "time" in v.dims and set(v.dims) <= per_run | {"time"} and np.issubdtype(v.dtype, np.number)}
+    ds = ds.assign({n: v for n, v in finals.items() if n not in ds})
+    texts = [n for n, v in ds.data_vars.items() if set(v.dims) <= per_run and v.dtype.kind in "OUS" and n != "run_id"]
     names = [n for n, v in ds.data_vars.items()
              if set(v.dims) <= per_run and np.issubdtype(v.dtype, np.number) and not n.startswith("seconds_")]
-    frame = ds[names].reset_coords()[[*names, *(a for a in axes if a in ds.coords and a not in ds.dims)]]
+    frame = ds[names + texts].reset_coords()[[*names, *texts, *(a for a in axes if a in ds.coords and a not in ds.dims)]]
     if not frame.dims:  # one run, no sweep: a table of one row
         frame = frame.expand_dims(RUN)
     frame = frame.to_dataframe().reset_index().drop(columns=[RUN], errors="ignore")
     keys = [a for a in axes if a != "seed"]
     table = frame.drop(columns=["seed"], errors="ignore")
-    return table.groupby(keys, sort=False, dropna=False)[names].mean() if keys else table[names].mean().to_frame().T
+    how = {**{n: "mean" for n in names}, **{n: _distinct for n in texts}}
+    if keys:
+        return table.groupby(keys, sort=False, dropna=False).agg(how)
+    return table.agg(how).to_frame().T
+
+
+def _distinct(values: pd.Series) -> str:
+    """The distinct values of a string column over seeds, in order, joined by " / "."""
+    return " / ".join(dict.fromkeys(str(v) for v in values if isinstance(v, str) and v))
 
 
 def study_table(plan: StudyPlan, out: str | Path) -> Path:

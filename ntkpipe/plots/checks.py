@@ -9,12 +9,19 @@
   points (within a pixel), so only the later one shows;
 * a legend drawn over plotted data (lines, markers);
 * a labelled line that no legend of a figure with legends lists (e.g. a facet's lines when only
-  another facet has a legend).
+  another facet has a legend);
+* a dashed data line, or a theory line (gid :data:`THEORY`) drawn solid: dashes mean theory;
+* a text with markup a reader sees raw (``φ_j``, ``K_V^{c,c}``, an id such as ``model_case``)
+  or mathtext matplotlib cannot render;
+* more than one legend;
+* a fitted exponent or slope in a legend with no fitted curve (gid :data:`FIT`) drawn.
 
 Only what is drawn counts: invisible artists, empty texts and ticks outside the view are skipped.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -26,9 +33,15 @@ from matplotlib.path import Path
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
+from ntkpipe.plots.mathtext import as_math, math_error, raw_markup
+
 PIXEL = 1.0  # tolerance of every comparison in display space
 EMPTY_PANEL = "ntkpipe-empty-panel"
 """The gid of the text that says why a panel draws nothing (:func:`ntkpipe.plots.finish.explain_empty`)."""
+THEORY = "ntkpipe-theory"
+"""The gid of a theory line (and of its legend sample): the only lines drawn dashed."""
+FIT = "ntkpipe-fit"
+"""The gid of a fitted curve (drawn thin, solid, unlabelled: the legend of its data gives the fit)."""
 
 
 def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
@@ -42,7 +55,9 @@ def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
             defects += [f"{name}: {m}" for m in _fractional_ticks(ax, axis)]
         defects += [f"{name}: {m}" for m in _hidden_lines(ax)]
         defects += [f"{name}: {m}" for m in _legend_over_data(ax, renderer)]
-    return defects + _unlisted_lines(fig)
+        defects += [f"{name}: {m}" for m in _dashes_not_theory(ax)]
+        defects += [f"{name}: y range set by theory: {m}" for m in [theory_range(ax)] if m]
+    return defects + _unlisted_lines(fig) + _markup(fig) + _legend_count(fig) + _fit_without_line(fig)
 
 
 def draw(fig: Figure):
@@ -146,7 +161,7 @@ def integer_data(ax: Axes, axis: Axis) -> bool:
     if axis.get_scale() != "linear":
         return False
     column = 0 if axis is ax.xaxis else 1
-    values = [np.asarray(line.get_xydata(), np.float64)[:, column] for line in data_lines(ax)]
+    values = [np.asarray(line.get_xydata(), np.float64)[:, column] for line in data_lines(ax) if line.get_gid() != FIT]
     values = np.concatenate(values) if values else np.empty(0)
     values = values[np.isfinite(values)]
     return np.unique(values).size >= 2 and bool(np.all(values == np.round(values)))
@@ -180,7 +195,8 @@ def coincide(a: Line2D, b: Line2D, pixels: float = PIXEL) -> bool:
 
 
 def _hidden_lines(ax: Axes) -> list[str]:
-    lines = sorted(data_lines(ax), key=lambda line: line.get_zorder())  # draw order (stable)
+    lines = sorted((line for line in data_lines(ax) if line.get_gid() != THEORY),  # equal theories may coincide
+                   key=lambda line: line.get_zorder())  # draw order (stable)
     out = []
     for i, under in enumerate(lines):
         for over in lines[i + 1:]:
@@ -232,6 +248,87 @@ def _unlisted_lines(fig: Figure) -> list[str]:
     shown = legends(fig)
     if not shown:
         return []
-    listed = {text.get_text() for legend in shown for text in legend.get_texts()}
+    listed = {" ".join(text.get_text().split()) for legend in shown for text in legend.get_texts()}
     return [f"{name}: line {_line_name(line)} is not in any legend" for name, ax in _named_axes(fig)
-            for line in data_lines(ax) if not line.get_label().startswith("_") and line.get_label() not in listed]
+            for line in data_lines(ax) if not line.get_label().startswith("_")
+            and not {" ".join(line.get_label().split()), " ".join(as_math(line.get_label()).split())} & listed]
+
+
+def dashed(line: Line2D) -> bool:
+    """Whether ``line`` is drawn with dashes (or dots): any line style but solid or none."""
+    return line.get_linestyle() not in ("-", "solid", "None", "none", " ", "")
+
+
+def _dashes_not_theory(ax: Axes) -> list[str]:
+    out = []
+    for line in data_lines(ax):
+        theory = line.get_gid() == THEORY
+        if dashed(line) != theory:
+            what = "theory line" if theory else "data line"
+            out.append(f"{what} {_line_name(line)} is {'solid' if theory else 'dashed'}: dashes mean theory, only theory")
+    return out
+
+
+def _markup(fig: Figure) -> list[str]:
+    """Texts showing raw markup or ids, and mathtext that does not parse (each text once)."""
+    out = []
+    for text in dict.fromkeys(_texts(fig)):
+        label = text.get_text()
+        if words := raw_markup(label):
+            out.append(f"text {_short(text)} shows raw markup or ids ({', '.join(words)}): write it as math or a display name")
+        if error := math_error(label):
+            out.append(f"text {_short(text)} is mathtext matplotlib cannot render ({error})")
+    return out
+
+
+def _legend_count(fig: Figure) -> list[str]:
+    n = len(legends(fig))
+    return [f"{n} legends: one legend per figure lists every line"] if n > 1 else []
+
+
+THEORY_SLACK = 0.25
+"""How far (a share of the data's span, in the axis' scale) theory may widen an axis beyond the data."""
+
+
+def data_span(ax: Axes, axis: str = "y") -> tuple[float, float] | None:
+    """The (low, high) of the drawable points of the data lines of ``ax`` (theory and fits left out)."""
+    column = 0 if axis == "x" else 1
+    scale = ax.get_xscale() if axis == "x" else ax.get_yscale()
+    values = []
+    for line in data_lines(ax):
+        if line.get_gid() in (THEORY, FIT):
+            continue
+        v = np.asarray(line.get_xydata(), np.float64)[:, column]
+        values.append(v[np.isfinite(v) & ((v > 0) if scale == "log" else True)])
+    values = np.concatenate(values) if values else np.empty(0)
+    return (float(values.min()), float(values.max())) if values.size else None
+
+
+def theory_range(ax: Axes) -> str | None:
+    """What is wrong when the y view reaches beyond the data by more than :data:`THEORY_SLACK` of
+    their span (in the axis' scale) -- theory or a reference widened it -- else None."""
+    span = data_span(ax)
+    if span is None or not any(line.get_gid() == THEORY for line in data_lines(ax)):
+        return None
+    scale = ax.yaxis.get_transform()
+    lo, hi = scale.transform(np.asarray(span))
+    view_lo, view_hi = sorted(scale.transform(np.asarray(ax.get_ylim(), np.float64)))
+    width = max(hi - lo, 1e-12 * max(abs(lo), abs(hi), 1.0), 0.3 if ax.get_yscale() == "log" else 0.0)
+    if lo - view_lo > (THEORY_SLACK + 0.1) * width or view_hi - hi > (THEORY_SLACK + 0.1) * width:
+        return f"the data span {span[0]:.3g}…{span[1]:.3g}, the axis {ax.get_ylim()[0]:.3g}…{ax.get_ylim()[1]:.3g}"
+    return None
+
+
+FITTED = re.compile(r"(exponent|slope in ln \S+) −?-?\d")
+"""A legend's fitted exponent or slope with its value (a note saying why there is no fit has none)."""
+
+
+def _fit_without_line(fig: Figure) -> list[str]:
+    texts = [t.get_text() for legend in legends(fig) for t in legend.get_texts() if FITTED.search(t.get_text())]
+    fitted = any(line.get_gid() == FIT for ax in fig.axes for line in ax.get_lines())
+    return [f"legend gives a fit ({_short_text(texts[0])}) but no fitted curve is drawn"] if texts and not fitted else []
+
+
+def _short_text(s: str) -> str:
+    s = " ".join(s.split())
+    return repr(s if len(s) <= 60 else s[:57] + "...")

@@ -1,5 +1,6 @@
 """The clean-up every figure kind ends with, so that :func:`ntkpipe.plots.checks.figure_defects`
-finds nothing: coincident lines get distinct markers and dashes, integer axes integer ticks, the
+finds nothing: coincident lines get distinct markers and a note in the legend (never dashes:
+dashes mean theory), markup becomes mathtext, integer axes get integer ticks, the
 title and long labels are wrapped to fit, legends move outside the axes when they would cover
 data, log axes are labelled with plain numbers (:class:`LogNumbers`) and tick labels that would
 overlap are left out (majors kept first). A panel with nothing to draw says why
@@ -22,19 +23,27 @@ from matplotlib.ticker import FixedLocator, Formatter, LogFormatter, MaxNLocator
 from ntkpipe.plots.checks import (
     EMPTY_PANEL,
     PIXEL,
+    THEORY,
     coincide,
     data_lines,
+    data_span,
     draw,
     drawn_tick_labels,
     integer_data,
     legend_covers,
+    legends,
     line_style,
     texts_outside,
+    theory_range,
 )
+from ntkpipe.plots.mathtext import as_math, math_error
 from ntkpipe.plots.style import PLAIN, diverged_runs, number, power_of_ten
 
 LEGEND = {"fontsize": 8, "frameon": False}
-MARKERS = ["s", "^", "D", "v", "P", "X", "o"]
+MARKERS = ["s", "^", "D", "v", "P", "X", "o", "<", ">", "p", "h", "*"]
+MARKS = 12  # markers along a line told apart from a coincident one
+LEGEND_CHARS = 48  # legend entries are wrapped to lines of at most this many characters
+NOTE_CHARS = 40  # coincident lines with longer names together are counted in the note, not named
 LAYOUT_SLACK = 3.0  # lines are compared before the layout sizes the axes: a wider tolerance than the check's
 DECADES = 5  # a log axis spanning more decades (margins included) is labelled in powers of ten
 
@@ -46,8 +55,9 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     The constrained layout is computed again after wrapping texts or moving legends (or while a
     text is still outside), then frozen: leaving out tick labels only frees space, and later draws
     (checks, saving) skip it."""
+    legend_axes = note_coincident_lines(fig, list(legend_axes))
     for ax in fig.axes:
-        separate_coincident_lines(ax)
+        limits_from_data(ax)
         integer_ticks(ax)
         log_tick_labels(ax)
     legend_axes = [ax for ax in legend_axes if ax.get_legend() or ax.get_legend_handles_labels()[0]]
@@ -55,6 +65,8 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
         if ax.get_legend() is None:  # a legend drawn before (e.g. of chosen handles) is kept
             ax.legend(loc="best", **LEGEND)
     suptitle = fig.suptitle(title, fontsize=fontsize)
+    wrap_legend_texts(fig)
+    mathtext_labels(fig)
     renderer = draw(fig)
     for _ in range(3):  # one pass may not settle (fixed-aspect images, colour bars): redraw then
         changed = fit_texts(fig, suptitle, renderer)
@@ -69,29 +81,94 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     return fig
 
 
-def separate_coincident_lines(ax: Axes) -> None:
-    """Lines drawn through the same points with the same style would hide all but the last: each
-    of n such lines gets dashes of its own phase (dash 3, gap 3(n − 1): the colours alternate along
-    the line) and, if it has markers, every one after the first a larger hollow marker of its own
-    shape (the first's filled marker shows inside)."""
+def separate_coincident_lines(ax: Axes) -> list[str]:
+    """Lines drawn through the same points with the same style would hide all but the last. Dashes
+    mean theory, so data lines are never re-dashed: every line of such a group after the first
+    gets a larger hollow marker of its own shape (at most :data:`MARKS` along it; the earlier
+    line shows inside). Returns a note per group, "a, b coincide", for the legend."""
     ax.viewLim  # noqa: B018 -- autoscale now, so that coincidence is judged in the final data limits
     groups: list[list[Line2D]] = []
-    for line in sorted(data_lines(ax), key=lambda line: line.get_zorder()):  # drawing order
-        group = next((g for g in groups if line_style(g[0]) == line_style(line)
-                      and coincide(g[0], line, LAYOUT_SLACK * PIXEL)), None)
-        if group is None:
-            groups.append([line])
-        else:
-            group.append(line)
-    for group in groups:
-        n = len(group)
-        for k, line in enumerate(group if n > 1 else []):
-            if line_style(line)[0] is not None:
-                line.set_linestyle((3.0 * k, (3.0, 3.0 * (n - 1))))
-            if k and line_style(line)[1] is not None:
-                line.set_marker(MARKERS[(k - 1) % len(MARKERS)])
-                line.set_fillstyle("none")
-                line.set_markersize(1.8 * line.get_markersize())
+    data = [line for line in data_lines(ax) if line.get_gid() != THEORY]  # equal theories may coincide
+    for line in sorted(data, key=lambda line: line.get_zorder()):  # drawing order
+        joined = [g for g in groups if line_style(g[0]) == line_style(line)
+                  and any(coincide(other, line, LAYOUT_SLACK * PIXEL) for other in g)]
+        groups = [g for g in groups if g not in joined] + [[*(x for g in joined for x in g), line]]
+    notes = []
+    for group in (g for g in groups if len(g) > 1):
+        markers = [m for m in MARKERS if m != line_style(group[0])[1]]
+        for k, line in enumerate(group[1:]):
+            had_marker = line_style(line)[1] is not None
+            line.set_marker(markers[k % len(markers)])
+            line.set_fillstyle("none")
+            line.set_markersize(1.8 * line.get_markersize() if had_marker else 6.0)
+            line.set_markevery(max(1, len(line.get_xydata()) // MARKS))
+        names = [line.get_label() for line in group if not line.get_label().startswith("_")]
+        if not names:  # single runs' dots: nothing in the legend to qualify
+            continue
+        short = names and len(group) == len(names) and sum(map(len, names)) <= NOTE_CHARS
+        notes.append(f"{', '.join(names)} coincide" if short else
+                     f"{len(group)} lines coincide (hollow markers on all but the first)")
+    return notes
+
+
+def note_coincident_lines(fig: Figure, legend_axes: list[Axes]) -> list[Axes]:
+    """Separate the coincident lines of every panel (:func:`separate_coincident_lines`) and list
+    their notes in the figure's legend, which is drawn again from the lines as they now look
+    (a legend keeps copies of its handles). Returns the axes that get a legend."""
+    notes = [note for ax in fig.axes for note in separate_coincident_lines(ax)]
+    if not notes:
+        return legend_axes
+    holders = [ax for ax in fig.axes if ax.get_legend() is not None] or legend_axes or fig.axes[:1]
+    holder = holders[0]
+    lines = {line.get_label(): line for ax in fig.axes for line in ax.get_lines()}
+    legend = holder.get_legend()
+    if legend is not None:
+        labels = [text.get_text() for text in legend.get_texts()]
+        handles = [lines.get(label, handle) for label, handle in zip(labels, legend.legend_handles)]
+    else:
+        handles, labels = holder.get_legend_handles_labels()
+    for note in notes:
+        handles.append(Line2D([], [], ls="none", label=note))
+        labels.append(note)
+    title = legend.get_title().get_text() if legend is not None else ""
+    holder.legend(handles, labels, loc="best", title=title or None, title_fontsize=8, **LEGEND)
+    return [holder, *(ax for ax in legend_axes if ax is not holder)]
+
+
+def wrap_legend_texts(fig: Figure) -> None:
+    """Legend entries longer than :data:`LEGEND_CHARS` wrapped at spaces (each line on its own), so
+    that no entry is wider than a panel (a legend inside the axes is part of their layout)."""
+    for legend in legends(fig):
+        for text in legend.get_texts():
+            lines = text.get_text().split("\n")
+            if max(map(len, lines)) > LEGEND_CHARS:
+                text.set_text("\n".join(textwrap.fill(line, LEGEND_CHARS, break_long_words=False) for line in lines))
+
+
+def mathtext_labels(fig: Figure) -> None:
+    """Every text of ``fig`` (titles, axis labels, legend entries, notes) with its markup as
+    mathtext (:func:`ntkpipe.plots.mathtext.as_math`); mathtext matplotlib cannot render (a spec's
+    title) is shown as written, ``$`` escaped, for the checker to report rather than the job to fail."""
+    for text in fig.findobj(Text):
+        label = text.get_text()
+        math = as_math(label) if label else label
+        if math and math_error(math):
+            math = math.replace("$", r"\$")
+        if math != label:
+            text.set_text(math)
+
+
+def limits_from_data(ax: Axes) -> None:
+    """The y range from the data, not from theory: when theory lines reach beyond the data by more
+    than :data:`ntkpipe.plots.checks.THEORY_SLACK` of their span, the axis is set to the data
+    (with matplotlib's margins) and the theory is clipped to it."""
+    span = data_span(ax)
+    if span is None or not theory_range(ax):
+        return
+    scale = ax.yaxis.get_transform()
+    lo, hi = scale.transform(np.asarray(span, np.float64))
+    pad = 0.05 * max(hi - lo, 0.3 if ax.get_yscale() == "log" else abs(hi) * 0.1 or 1.0)
+    ax.set_ylim(*scale.inverted().transform(np.asarray([lo - pad, hi + pad])))
 
 
 def integer_ticks(ax: Axes) -> None:
@@ -155,11 +232,12 @@ def _drawn_points(ax: Axes) -> bool:
     return False
 
 
-def figure_legend(axes, order=()) -> list[Axes]:
+def figure_legend(axes, order=(), title: str | None = None) -> list[Axes]:
     """One legend for a figure of panels ``axes`` (row by row), in its top-right panel: every
     labelled artist of any panel, a label once -- those in ``order`` first (e.g. hue values in
     their order), then lines in the order first drawn, then entries that draw nothing (notes,
-    proxies) -- so that each facet's lines and notes are listed. Returns the panel holding it, for
+    proxies) -- so that each facet's lines and notes are listed, under ``title`` (the quantity the
+    entries tell apart, e.g. the hue axis). Returns the panel holding it, for
     :func:`finish_figure` (which moves it outside when it covers data); none when nothing is labelled."""
     entries: dict[str, object] = {}
     for ax in axes.ravel():
@@ -176,7 +254,7 @@ def figure_legend(axes, order=()) -> list[Axes]:
 
     entries = dict(sorted(entries.items(), key=key))  # stable: first drawn first among equals
     holder = axes[0, -1]
-    holder.legend(list(entries.values()), list(entries), loc="best", **LEGEND)
+    holder.legend(list(entries.values()), list(entries), loc="best", title=title, title_fontsize=8, **LEGEND)
     return [holder]
 
 
@@ -223,8 +301,9 @@ def move_legends_outside(fig: Figure, axes: list[Axes], renderer) -> None:
         width = legend.get_window_extent(renderer).width
         ncols = 1 if legend.get_window_extent(renderer).height < 0.95 * fig.bbox.height else 2
         handles, labels = legend.legend_handles, [text.get_text() for text in legend.get_texts()]
+        title = legend.get_title().get_text() or None
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, ncols=ncols,
-                  **LEGEND)
+                  title=title, title_fontsize=8, **LEGEND)
         extra += ncols * width + 12.0
     fig.set_figwidth(fig.get_figwidth() + extra / fig.dpi)
 

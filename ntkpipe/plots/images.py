@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ntkpipe.labels import display_name
 from ntkpipe.layout import axis_values, select, sub_grid
 from ntkpipe.plots.finish import explain_empty, finish_figure
 from ntkpipe.plots.style import hue_label, new_figure
@@ -45,7 +46,7 @@ def plot_images(ds: xr.Dataset, spec, title: str):
                 ax.set_xticks([])
                 ax.set_yticks([])
                 if g * per_group + k == 0:
-                    ax.set_title(f"{item} {j + 1}", fontsize=8)
+                    ax.set_title(f"{display_name(item)} {j + 1}", fontsize=8)
             if j == 0:
                 label = hue_label(spec.rows, value) if spec.rows else ""
                 axes[g * per_group, 0].set_ylabel(label, fontsize=8)

@@ -21,21 +21,21 @@ import xarray as xr
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from ntkpipe.labels import AXIS_SYMBOLS
+from ntkpipe.labels import AXIS_SYMBOLS, axis_label, display_name
 from ntkpipe.layout import sub_grid
 
 
 def hue_label(axis_name: str, value) -> str:
-    """``σ = 0.25``, ``N = 2048``; a label (a case, a model kind) as it is."""
+    """``σ = 0.25``, ``N = 2048``; a label (a case, a model kind) by its display name."""
     if isinstance(value, str):
-        return value
-    return f"{AXIS_SYMBOLS.get(axis_name, axis_name)} = {value_text(value)}"
+        return display_name(value)
+    return f"{AXIS_SYMBOLS.get(axis_name) or axis_label(axis_name)} = {value_text(value)}"
 
 
 def value_text(value) -> str:
     """A coordinate's value as labels show it: a number by :func:`number`, else (a label, a
-    boolean) as it is."""
-    return number(value) if is_numeric([value]) else str(value)
+    boolean) by its display name."""
+    return number(value) if is_numeric([value]) else display_name(value)
 
 
 PLAIN = (1e-4, 1e6)
@@ -77,11 +77,17 @@ def is_numeric(values) -> bool:
 
 
 def hue_colors(values) -> list:
-    """Categorical colours (tab10) for few or non-numeric values, a viridis ramp otherwise."""
+    """Categorical colours (tab10) for few, non-numeric or consecutive-integer values (classes,
+    targets 0–9), a viridis ramp for more numbers (an ordered sweep)."""
     n = len(values)
-    if n <= 10 and (n <= 6 or not is_numeric(values)):
+    if n <= 10 and (n <= 6 or not is_numeric(values) or _consecutive_integers(values)):
         return [matplotlib.colormaps["tab10"](i) for i in range(n)]
     return [matplotlib.colormaps["viridis"](x) for x in np.linspace(0.0, 0.9, n)]
+
+
+def _consecutive_integers(values) -> bool:
+    v = np.sort(np.asarray(values, np.float64))
+    return bool(np.all(v == np.round(v)) and np.all(np.diff(v) == 1))
 
 
 def run_counts(ds: xr.Dataset) -> tuple[int, int]:
@@ -106,13 +112,19 @@ def diverged_runs(ds: xr.Dataset, shown: int = 3) -> str | None:
     diverged, total = run_counts(ds)
     if not diverged:
         return None
+    which = _which_diverged(ds, shown)
+    return f"{diverged} of {total} runs diverged" + (f": {which}" if which else "")
+
+
+def _which_diverged(ds: xr.Dataset, shown: int = 3) -> str:
+    """"σ=0.5; σ=1": the axis values of the first ``shown`` runs of ``ds`` that diverged ("…" for
+    more; empty without a sweep)."""
     ds = sub_grid(ds)  # the runs by their axes' values (either layout)
     present = ds["run_id"] != "" if "run_id" in ds else True
     flags = (ds["diverged"] > 0) & present
-    runs = [", ".join(f"{AXIS_SYMBOLS.get(d, d)}={value_text(ds[d].values[i])}" for d, i in zip(flags.dims, index))
+    runs = [", ".join(f"{AXIS_SYMBOLS.get(d) or axis_label(d)}={value_text(ds[d].values[i])}" for d, i in zip(flags.dims, index))
             for index in np.argwhere(flags.values)]
-    which = "; ".join(runs[:shown]) + ("; …" if len(runs) > shown else "")
-    return f"{diverged} of {total} runs diverged" + (f": {which}" if which else "")
+    return "; ".join(runs[:shown]) + ("; …" if len(runs) > shown else "")
 
 
 def drawable(ax, x, y) -> np.ndarray:
@@ -128,9 +140,13 @@ def drawable(ax, x, y) -> np.ndarray:
 
 
 def diverged_label(ds: xr.Dataset) -> str | None:
-    """"k of n runs diverged, not drawn" when k > 0 of the runs of ``ds`` diverged, else None."""
+    """"k of n runs diverged, not drawn:" and, on a line of its own, which (the first two by their
+    axes' values, :func:`_which_diverged`) when k > 0 of the runs of ``ds`` diverged, else None."""
     diverged, total = run_counts(ds)
-    return f"{diverged} of {total} runs diverged, not drawn" if diverged else None
+    if not diverged:
+        return None
+    which = _which_diverged(ds, shown=2)
+    return f"{diverged} of {total} runs diverged, not drawn" + (f":\n{which}" if which else "")
 
 
 def note_diverged(ax, ds: xr.Dataset):
@@ -151,11 +167,11 @@ def new_figure(n_rows: int, n_cols: int, *, width: float = 4.2, height: float = 
     return fig, axes
 
 
-def save(fig: Figure, path: str | Path) -> Path:
-    """Write a PNG atomically (temporary name, then rename)."""
+def save(fig: Figure, path: str | Path, metadata: dict[str, str] | None = None) -> Path:
+    """Write a PNG atomically (temporary name, then rename), with ``metadata`` as its text chunks."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp-{uuid.uuid4().hex[:8]}.png")
-    fig.savefig(tmp, dpi=DPI)
+    fig.savefig(tmp, dpi=DPI, metadata=metadata)
     os.replace(tmp, path)
     return path

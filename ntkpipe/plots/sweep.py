@@ -3,9 +3,11 @@
 Lines are the mean over every other axis (e.g. seeds) with a ±1 sd band, dots the individual runs;
 a series measurement is taken at its last finite time. Diverged runs are not drawn (the axes say
 how many in the legend), nor are points a log axis cannot show (≤ 0); a figure with nothing to
-draw says why in the panel. Several y variables share the colours and
-differ in line style and marker. ``theory`` is drawn dashed in a darker shade of the colour; ``fit`` adds the
-fitted exponent (power law) or slope in ln x (log law, naming the x axis) of each line to the legend.
+draw says why in the panel. Several y variables with a hue go to one panel each (train and test
+accuracy do not overlap); without a hue they share a panel in colours of their own and differ in
+marker. One legend for the figure, titled by the hue axis. ``theory`` is drawn dashed in a darker shade of the colour (dashes mean theory, only theory); ``fit``
+draws the fitted curve thin over the range fitted and adds its exponent (power law) or slope in ln x
+(log law, naming the x axis) with its standard error to the legend -- or why there is no fit.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import numpy as np
 import xarray as xr
 from matplotlib.ticker import NullFormatter
 
-from ntkpipe.labels import AXIS_SYMBOLS, axis_label, variable_label
+from ntkpipe.labels import AXIS_SYMBOLS, axis_label, display_name, variable_label
 from ntkpipe.layout import axis_values, final_value, select, sub_grid
 from ntkpipe.measure.fits import FITS
-from ntkpipe.plots.finish import explain_empty, finish_figure
+from ntkpipe.plots.checks import FIT, THEORY
+from ntkpipe.plots.finish import explain_empty, figure_legend, finish_figure
 from ntkpipe.plots.style import (
     darker,
     drawable,
@@ -30,7 +33,7 @@ from ntkpipe.plots.style import (
     without_diverged,
 )
 
-STYLES = [("-", "o"), (":", "s"), ("-.", "^")]
+STYLES = [("-", "o"), ("-", "s"), ("-", "^")]  # several y: one marker each (dashes mean theory)
 
 
 def _positions(values, labels: list) -> np.ndarray:
@@ -56,24 +59,34 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
     ys = [spec.y] if isinstance(spec.y, str) else list(spec.y)
     hues = axis_values(ds, spec.hue) if spec.hue else [None]
     x_values = axis_values(ds, spec.x)
-    fig, axes = new_figure(1, 1, width=5.4, height=4.1)
-    ax = axes[0, 0]
+    panels = [[y] for y in ys] if spec.hue and len(ys) > 1 else [ys]  # colours tell hues apart: y by panel
+    fig, axes = new_figure(1, len(panels), width=5.4 if len(panels) == 1 else 4.4, height=4.1)
+    for ax, names in zip(axes[0], panels):
+        _panel(ax, ds, spec, names, hues, x_values, reference)
+    note_diverged(axes[0, -1], ds)
+    for ax in axes[0]:
+        explain_empty(ax, ds)
+    order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
+    return finish_figure(fig, title, figure_legend(axes, order, title=axis_label(spec.hue, ds) if spec.hue else None))
+
+
+def _panel(ax, ds: xr.Dataset, spec, names: list[str], hues: list, x_values: list, reference) -> None:
+    """One panel: the variables ``names`` against x, a line (mean ± sd band, dots for runs) per hue."""
     ax.set_xscale("log" if spec.logx and is_numeric(x_values) else "linear")  # labels sit at 0, 1, …
     ax.set_yscale("log" if spec.logy else "linear")
     for color, h in zip(hue_colors(hues), hues):
         sub = sub_grid(ds, {spec.hue: h} if spec.hue else None)
-        for (style, marker), name in zip(STYLES, ys):
+        for (style, marker), name in zip(STYLES, names):
             xv, mean, sd, pairs = _reduce(final_value(without_diverged(sub[name], sub)), spec.x, x_values)
             keep = drawable(ax, xv, mean)
             if not keep.any():
                 continue
             parts = [hue_label(spec.hue, h)] if spec.hue else []
-            if len(ys) > 1 or not spec.hue:
+            if len(names) > 1 or not spec.hue:
                 parts.append(variable_label(name))
             label = ", ".join(parts)
             if spec.fit:
-                slope, _, stderr = FITS[spec.fit](pairs[0], pairs[1])
-                label += f" ({_fit_name(spec.fit, spec.x, ds)} {slope:.2f} ± {stderr:.2f})"
+                label += f" ({_draw_fit(ax, spec.fit, pairs, color, _fit_name(spec.fit, spec.x, ds))})"
             ax.plot(xv[keep], mean[keep], linestyle=style, marker=marker, color=color, label=label, lw=1.6, ms=4)
             ax.fill_between(xv[keep], (mean - sd)[keep], (mean + sd)[keep], color=color, alpha=0.12, lw=0)
             runs = drawable(ax, *pairs)
@@ -81,27 +94,25 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
         if spec.theory:
             xv, theory, _, _ = _reduce(final_value(sub[spec.theory]), spec.x, x_values)
             ok = drawable(ax, xv, theory)
-            ax.plot(xv[ok], theory[ok], "--", color=darker(color), lw=1.6, zorder=3)
+            ax.plot(xv[ok], theory[ok], "--", color=darker(color), lw=1.6, zorder=3, gid=THEORY)
     if spec.theory:
-        ax.plot([], [], "--", color="0.3", label=f"{variable_label(spec.theory)} (dashed)")
+        ax.plot([], [], "--", color="0.3", label=variable_label(spec.theory), gid=THEORY)
     if reference is not None:
-        level = float(final_value(without_diverged(reference[ys[0]], reference)).mean(skipna=True))
-        shown = ", ".join(f"{k}={v}" for k, v in spec.reference.items())
+        level = float(final_value(without_diverged(reference[names[0]], reference)).mean(skipna=True))
+        shown = ", ".join(hue_label(k, v) for k, v in spec.reference.items())
         if drawable(ax, 1.0, level):
-            ax.axhline(level, color="black", ls="--", lw=1.3, label=f"{shown} ({number(level)})")
+            ax.axhline(level, color="black", lw=1.0, alpha=0.7, label=f"{shown} ({number(level)})")
     if not is_numeric(x_values):
-        ax.set_xticks(_positions(x_values, x_values), [str(v) for v in x_values])
+        ax.set_xticks(_positions(x_values, x_values), [display_name(v) for v in x_values])
         ax.set_xmargin(0.15)
     elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
         shown = [v for v in x_values if v > 0]
         ax.set_xticks(shown, [number(v) for v in shown])
         ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(axis_label(spec.x, ds))
-    ax.set_ylabel(spec.ylabel or " / ".join(variable_label(v) for v in ys))
+    ax.set_ylabel(spec.ylabel if spec.ylabel and len(names) == len(spec.plotted()) else
+                  " / ".join(variable_label(v) for v in names))
     ax.grid(True, which="major", alpha=0.3)
-    note_diverged(ax, ds)
-    explain_empty(ax, ds)
-    return finish_figure(fig, title, [ax])
 
 
 def _fit_name(fit: str, x: str, ds: xr.Dataset) -> str:
@@ -110,3 +121,20 @@ def _fit_name(fit: str, x: str, ds: xr.Dataset) -> str:
     if fit == "power_law":
         return "exponent"
     return f"slope in ln {AXIS_SYMBOLS.get(x) or axis_label(x, ds)}"
+
+
+def _draw_fit(ax, fit: str, pairs: np.ndarray, color, name: str) -> str:
+    """Fit every run's (x, y) (:data:`ntkpipe.measure.fits.FITS`), draw the fitted curve over the x
+    range fitted (thin, solid: a fit is no theory) and return the legend's text: the slope with its
+    standard error, or why there is none (fewer than 3 usable points, an error larger than the slope)."""
+    slope, intercept, stderr = FITS[fit](pairs[0], pairs[1])
+    if not (np.isfinite(slope) and np.isfinite(stderr)):
+        return "no fit: fewer than 3 usable points"
+    if stderr > abs(slope):
+        return f"no {'power' if fit == 'power_law' else 'log'} law: {name} {slope:.2f} ± {stderr:.2f}"
+    x = pairs[0][np.isfinite(pairs[0]) & (pairs[0] > 0)]
+    grid = np.geomspace(x.min(), x.max(), 50)
+    curve = np.exp(intercept) * grid**slope if fit == "power_law" else intercept + slope * np.log(grid)
+    keep = drawable(ax, grid, curve)
+    ax.plot(grid[keep], curve[keep], color=color, lw=0.9, alpha=0.6, gid=FIT)
+    return f"{name} {slope:.2f} ± {stderr:.2f}"

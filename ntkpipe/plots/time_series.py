@@ -3,7 +3,9 @@
 One row per variable (one shared panel with ``overlay``), one column per value of ``col``, one
 line per value of ``hue`` (a sweep axis or a variable's own dimension such as ``mode``), averaged
 over the remaining dimensions. Theory is dashed in a darker shade of the line's colour; a scalar
-theory is a horizontal dashed line. Numeric hues with many values get a colour bar. Diverged runs
+theory is a horizontal dashed line. Lines are means with a ±1 sd band over the averaged dimensions
+(e.g. seeds; the legend says over how many); on a log time axis the value at t = 0 is a marker at
+the left edge. Numeric hues with many values get a colour bar. Diverged runs
 are not drawn, nor points a log axis cannot show (time 0 on the default log time axis, values ≤ 0);
 a panel with nothing to draw says why. One legend lists the lines of every panel (each hue value
 drawn in any of them) and, per column, how many of its runs diverged.
@@ -15,9 +17,11 @@ import matplotlib
 import numpy as np
 import xarray as xr
 from matplotlib.colors import LogNorm, Normalize
+from matplotlib.transforms import blended_transform_factory
 
 from ntkpipe.labels import TIME_LABEL, axis_label, variable_label
 from ntkpipe.layout import axis_values, final_value, select, sub_grid
+from ntkpipe.plots.checks import THEORY
 from ntkpipe.plots.finish import explain_empty, figure_legend, finish_figure
 from ntkpipe.plots.style import (
     darker,
@@ -31,6 +35,8 @@ from ntkpipe.plots.style import (
 )
 
 OVERLAY_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
+START = ">"  # the marker of a value at t = 0, at the left edge of a log time axis
+LEGEND_HUES = 12  # numeric hues up to this many are listed in the legend; more get a colour bar
 
 
 def _mean_line(var: xr.DataArray) -> xr.DataArray:
@@ -38,15 +44,42 @@ def _mean_line(var: xr.DataArray) -> xr.DataArray:
     return var.mean(other, skipna=True) if other else var
 
 
+def _spread(var: xr.DataArray) -> xr.DataArray | None:
+    """The sd over the dimensions a line averages (e.g. seeds), None when it averages none."""
+    other = [d for d in var.dims if d != "time"]
+    return var.std(other, skipna=True) if other and any(var.sizes[d] > 1 for d in other) else None
+
+
+def _averaged(ds: xr.Dataset, spec) -> str | None:
+    """"mean ± sd over n seeds" when the lines average over seeds (the legend says so)."""
+    n = ds.sizes.get("seed", 0) if "seed" in ds.dims else 0
+    return f"mean ± sd over {n} seeds (band)" if n > 1 and spec.hue != "seed" and spec.col != "seed" else None
+
+
 def _reference(var: xr.DataArray, how: str) -> xr.DataArray:
     """The value a variable is divided by: its first or its last finite value."""
     return var.isel(time=0) if how == "initial" else final_value(var)
 
 
+def _band(ax, line: xr.DataArray, sd: xr.DataArray, color) -> None:
+    """The ±1 sd band around a mean line (where the axes can draw both edges)."""
+    t, lo, hi = line["time"].values, (line - sd).values, (line + sd).values
+    keep = drawable(ax, t, lo) & drawable(ax, t, hi)
+    if keep.any():
+        ax.fill_between(t[keep], lo[keep], hi[keep], color=color, alpha=0.15, lw=0)
+
+
 def _draw(ax, t, values, **style) -> None:
+    """The line (t, values) where the axes can draw it; on a log time axis its value at t = 0 as a
+    marker at the left edge (:data:`START`), so that initial values show."""
     keep = drawable(ax, t, values)
     if keep.any():
         ax.plot(t[keep], values[keep], **style)
+    start = (t == 0) & drawable(ax, np.ones_like(t), values)
+    if ax.get_xscale() == "log" and start.any() and keep.any():
+        edge = blended_transform_factory(ax.transAxes, ax.transData)
+        ax.plot([0.0], [values[start][0]], transform=edge, clip_on=False, ls="none", marker=START, ms=5,
+                color=style.get("color"), gid=THEORY if style.get("gid") == THEORY else None)
 
 
 def _theory(ax, theory: xr.DataArray, color, how: str | None, reference: xr.DataArray) -> None:
@@ -54,11 +87,11 @@ def _theory(ax, theory: xr.DataArray, color, how: str | None, reference: xr.Data
         line = _mean_line(theory)
         if how is not None:
             line = line / float(_reference(reference, how).mean(skipna=True))
-        _draw(ax, line["time"].values, line.values, color=darker(color), ls="--", lw=1.5, zorder=3)
+        _draw(ax, line["time"].values, line.values, color=darker(color), ls="--", lw=1.5, zorder=3, gid=THEORY)
     else:
         level = float(theory.mean(skipna=True))
         if drawable(ax, 1.0, level):
-            ax.axhline(level, color=darker(color), ls="--", lw=1.3, zorder=3)
+            ax.axhline(level, color=darker(color), ls="--", lw=1.3, zorder=3, gid=THEORY)
 
 
 def plot_time_series(ds: xr.Dataset, spec, title: str):
@@ -86,7 +119,10 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                         color = OVERLAY_COLORS[k % len(OVERLAY_COLORS)]
                     var = without_diverged(sub[name], sub)
                     var = var.sel({spec.hue: h}) if spec.hue else var
-                    line = _mean_line(var / _reference(var, how) if how else var)
+                    shown = var / _reference(var, how) if how else var
+                    line, sd = _mean_line(shown), _spread(shown)
+                    if sd is not None:
+                        _band(ax, line, sd, color)
                     label = variable_label(name) + (" / initial" if how == "initial" else " / final" if how else "")
                     if spec.hue:
                         label = hue_label(spec.hue, h) if not spec.overlay else f"{label}, {hue_label(spec.hue, h)}"
@@ -100,8 +136,8 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                     ref = without_diverged(reference[name], reference)
                     ref = ref.sel({spec.col: c}) if spec.col in ref.dims else ref
                     line = _mean_line(ref / _reference(ref, how) if how else ref)
-                    shown = ", ".join(f"{k}={v}" for k, v in spec.reference.items())
-                    _draw(ax, line["time"].values, line.values, color="black", ls="--", lw=1.5, label=shown)
+                    shown = ", ".join(hue_label(k, v) for k, v in spec.reference.items())
+                    _draw(ax, line["time"].values, line.values, color="black", lw=1.2, alpha=0.8, label=shown)
             ax.set_ylabel(("normalized value" if spec.normalize else "value") if spec.overlay else
                           variable_label(names[0]) + (f" / {spec.normalize[names[0]]}" if names[0] in spec.normalize else ""))
             ax.grid(True, alpha=0.3)
@@ -112,12 +148,17 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
             explain_empty(ax, sub)
         _note_diverged(axes[0, j], sub, hue_label(spec.col, c) if spec.col else None)
     if spec.theory:
-        axes[0, -1].plot([], [], "--", color="0.3", label="theory (dashed)")
+        axes[0, -1].plot([], [], "--", color="0.3", label="theory", gid=THEORY)
+    if spec.logx and any(line.get_marker() == START for ax in axes.ravel() for line in ax.get_lines()):
+        axes[0, -1].plot([], [], ls="none", marker=START, color="0.3", label="value at t = 0 (left edge)")
+    if (averaged := _averaged(ds, spec)) and any(ax.collections for ax in axes.ravel()):  # a band is drawn
+        axes[0, -1].plot([], [], ls="none", label=averaged)
     if norm is not None:
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue, ds), shrink=0.8)
     order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
-    return finish_figure(fig, title, figure_legend(axes, order))
+    legend_title = axis_label(spec.hue, ds) if spec.hue and not spec.overlay else None
+    return finish_figure(fig, title, figure_legend(axes, order, title=legend_title))
 
 
 def _note_diverged(ax, ds: xr.Dataset, facet: str | None) -> None:
@@ -129,7 +170,7 @@ def _note_diverged(ax, ds: xr.Dataset, facet: str | None) -> None:
 
 def _hue_scheme(hues: list):
     """Colours per hue value, and the colour-bar norm when a numeric hue has many values."""
-    if not (hues[0] is not None and is_numeric(hues) and len(hues) > 6):
+    if not (hues[0] is not None and is_numeric(hues) and len(hues) > LEGEND_HUES):
         return hue_colors(hues), None
     lo, hi = float(min(hues)), float(max(hues))
     norm = LogNorm(lo, hi) if lo > 0 and hi / lo > 20 else Normalize(lo, hi)

@@ -1,0 +1,17 @@
+"""The study index job: ``results/<study>/index.md``, every figure with its paper panel, caption and
+defects, and the table with its row count (:func:`ntkpipe.report.study_index`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ntkpipe.study.plan import StudyPlan
+
+
+def study_index_file(plan: StudyPlan, out: str | Path) -> Path:
+    """Write the index of ``plan``'s figures (as saved) and table to ``out``."""
+    from ntkpipe.report import study_index
+
+    out = Path(out)
+    out.write_text(study_index(plan, plan.figure_paths, plan.table_path))
+    return out

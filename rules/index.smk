@@ -1,0 +1,21 @@
+# One index.md per study: every figure with its paper panel, caption and checker defects (read from the
+# PNGs' metadata), and the table with its row count; linked from the report.
+import ntkpipe.jobs
+
+
+rule index:
+    input:
+        figures=lambda wc: [str(p) for p in INDEX.plans[wc.tag].figure_paths.values()],
+        table=lambda wc: str(INDEX.plans[wc.tag].table_path),
+    output:
+        report(f"{RESULTS}/{{tag}}/index.md", caption="../report/caption.rst", category="{tag}",
+               subcategory="index", labels={"item": "index"}),
+    log:
+        f"{RESULTS}/logs/index/{{tag}}.log",
+    params:
+        caption=lambda wc: f"Index of study {wc.tag}: every figure with the paper panel it reproduces, its caption "
+                           "and any checker defects, and the table with its row count.",
+    resources:
+        mem_mb=1024,
+    run:
+        ntkpipe.jobs.logged(log[0], ntkpipe.jobs.study_index_file, INDEX.plans[wildcards.tag], output[0])
