@@ -24,6 +24,7 @@ import numpy as np
 from ntkpipe.models import learning_rate_scale
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.kernel_stats import kernel_alignment
+from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.theory.feature_evolution import fit_feature_rate, ofe_solve
 from ntkpipe.theory.kernel_gd import kernel_gd
 from ntkpipe.train.driver import Run
@@ -58,7 +59,8 @@ def kernel_start(run: Run) -> KernelStart:
     training dtype as its checkpoint-0 measurements read it."""
     gram = np.asarray(flatten_gram(empirical_ntk(run.model0, run.data.x_all)), np.float64)
     dtype = jnp.dtype(run.spec.train.dtype)
-    f0 = [np.asarray(_outputs(run.model0, jnp.asarray(x, dtype)), np.float64) for x in (run.data.x_train, run.data.x_test)]
+    model = cast_floats(run.model0, dtype)
+    f0 = [np.asarray(_outputs(model, jnp.asarray(x, dtype)), np.float64) for x in (run.data.x_train, run.data.x_test)]
     return KernelStart(gram, np.concatenate(f0), run.data.y_train)
 
 
