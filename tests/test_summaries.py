@@ -124,7 +124,7 @@ def test_each_kind_validates_its_own_keys(tmp_path):
     assert problems(tmp_path, "  - {name: slope, kind: endpoints, y: loss, x: sigma}") == [
         "line 7: summaries.0: an 'endpoints' summary takes only 'y' (a series)"]
     assert problems(tmp_path, "  - {name: slope, kind: log_law, x: sigma}") == [
-        "line 7: summaries.0: a 'log_law' fit needs 'x' (a sweep axis) and 'y' (a scalar variable)"]
+        "line 7: summaries.0.y: required key is missing"]
     assert problems(tmp_path, "  - {name: slope, kind: power_law, x: sigma, y: loss}") == [
         "line 7: summaries.0.y: 'loss' is a series variable; this needs a scalar one"]
     assert problems(tmp_path, "  - {name: slope, kind: endpoints, y: t_half}") == [

@@ -10,6 +10,7 @@ so a new variable cannot ship without a description. A study dataset also gets i
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import xarray as xr
@@ -67,7 +68,7 @@ def describe(ds: xr.Dataset, study=None) -> xr.Dataset:
     """Set the attrs of every data variable and coordinate of ``ds`` (a run store, or with ``study``
     the study dataset); raises ValueError naming a variable that nothing describes."""
     summaries = summary_attrs(study) if study is not None else {}
-    for name in [*ds.data_vars, *ds.coords]:
+    for name in map(str, [*ds.data_vars, *ds.coords]):
         if study is not None and name in study.axes:
             attrs = sweep_axis_attrs(name, ds)
         else:
@@ -79,7 +80,7 @@ def describe(ds: xr.Dataset, study=None) -> xr.Dataset:
     return ds
 
 
-def _known_attrs(name: str) -> dict[str, str | None] | None:
+def _known_attrs(name: str) -> Mapping[str, str | None] | None:
     if name in VARIABLES or name in {v.name for v in ALWAYS_RECORDED}:
         return variable_attrs(name)
     if name.startswith(DYNAMICS_PREFIX):

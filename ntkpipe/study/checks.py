@@ -9,6 +9,7 @@ is reported at once.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -309,7 +310,7 @@ def _option_problems(item, where: tuple) -> list[Problem]:
         return [(where + ("kind",), f"unknown summary kind {item.kind!r}{suggest(item.kind, SUMMARY_KINDS)}; "
                                     f"use one of {', '.join(SUMMARY_KINDS)}")]
     model = SUMMARY_KINDS[item.kind].options
-    data = item.model_dump()
+    data = item.model_dump(exclude_unset=True)
     try:
         model.model_validate(data)
     except ValidationError as err:
@@ -439,7 +440,7 @@ def _figure_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem
 
 
 def _where_problems(selection: dict[str, Any], points: list[dict] | None, where: tuple,
-                    plotted: list[Variable] = ()) -> list[Problem]:
+                    plotted: Sequence[Variable] = ()) -> list[Problem]:
     """Each key of ``selection`` is a sweep axis with one of its values, or (``plotted`` given) a
     dimension of every plotted variable, e.g. ``output: 3`` for ``kv_projection`` (its coordinates
     are known only once the runs exist)."""

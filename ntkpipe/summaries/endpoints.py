@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 import xarray as xr
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from ntkpipe.labels import variable_label
 from ntkpipe.layout import final_value
@@ -18,10 +18,11 @@ class EndpointsOptions(SummaryOptions):
     ``checkpoint`` = [init, end] (e.g. linearized-networks Table 1); figures may plot it."""
 
     kind: Literal["endpoints"]
+    y: str = Field(description="the series tabulated")
 
     @model_validator(mode="after")
     def _only_y(self):
-        if self.x is not None or self.by is not None or self.y is None:
+        if self.x is not None or self.by is not None:
             raise ValueError("an 'endpoints' summary takes only 'y' (a series)")
         return self
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 import numpy as np
 import xarray as xr
-from pydantic import model_validator
+from pydantic import Field
 
 from ntkpipe.labels import axis_label, variable_label
 from ntkpipe.layout import sub_grid
@@ -22,12 +22,8 @@ class FitOptions(SummaryOptions):
     error."""
 
     kind: Literal["power_law", "log_law"]
-
-    @model_validator(mode="after")
-    def _x_and_y(self):
-        if self.x is None or self.y is None:
-            raise ValueError(f"a {self.kind!r} fit needs 'x' (a sweep axis) and 'y' (a scalar variable)")
-        return self
+    x: str = Field(description="the sweep axis the law is in")
+    y: str = Field(description="the scalar variable fitted")
 
 
 def fit_variables(s: FitOptions, ds: xr.Dataset, study=None) -> xr.Dataset:

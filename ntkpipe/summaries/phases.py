@@ -46,6 +46,8 @@ class MeasuredPhaseOptions(SummaryOptions):
     ``<name>_exponent_stderr`` and ``<name>_predicted_exponent`` beside the phase."""
 
     kind: Literal["measured_phase"]
+    x: str = Field(description="the scale parameter d")
+    y: str = Field(description="the variable whose exponent in d is judged, e.g. relative_kernel_change")
     exponent: str = Field(description="the power_law summary of y over x")
     stderrs: float = Field(2.0, gt=0, exclude_if=lambda v: v == 2.0,
                            description="k, the standard errors within which exponents are consistent")
@@ -61,9 +63,6 @@ class MeasuredPhaseOptions(SummaryOptions):
             raise CrossKeyError("'kernel_below' was removed: a measured_phase now judges the fitted exponent "
                                 "against the predicted T − I within 'stderrs' (default 2) standard errors; "
                                 "delete 'kernel_below'", ("kernel_below",))
-        if isinstance(data, dict) and (data.get("x") is None or data.get("y") is None or data.get("exponent") is None):
-            raise ValueError("a 'measured_phase' summary needs 'x' (the scale parameter d), 'y' (e.g. "
-                             "relative_kernel_change) and 'exponent' (the power_law summary of y over x)")
         return data
 
 
@@ -86,7 +85,7 @@ def predicted_phases(s: PredictedPhaseOptions, ds: xr.Dataset, study) -> xr.Data
     rows = _group_exponents(study, by, group_keys(ds, by))
     nan = float("nan")
 
-    def var(values, dtype=float):
+    def var(values, dtype: type = float):
         return over(by, ds, s.name, values, dtype)
 
     out = xr.Dataset({s.name: var([phases.predicted_phase(e) if e else "none" for e in rows], object),

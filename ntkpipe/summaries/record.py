@@ -83,14 +83,14 @@ def group_keys(ds: xr.Dataset, by: list[str]) -> list[tuple]:
 def over(by: list[str], ds: xr.Dataset, name: str, values: list, dtype=None) -> xr.DataArray:
     """One value per group of :func:`group_keys` as a variable: over the ``by`` dims (grid), or along
     ``run``, each run holding its group's value (runs); a scalar without ``by``."""
-    values = np.array(values, dtype=dtype)
+    array = np.array(values, dtype=dtype)
     if not by:
-        return xr.DataArray(values[0], name=name)
+        return xr.DataArray(array[0], name=name)
     if RUN in ds.dims:
         index = {key: i for i, key in enumerate(group_keys(ds, by))}
-        return xr.DataArray(values[[index[k] for k in zip(*(ds[a].values.tolist() for a in by))]], dims=RUN,
+        return xr.DataArray(array[[index[k] for k in zip(*(ds[a].values.tolist() for a in by))]], dims=RUN,
                             name=name)
-    return xr.DataArray(values.reshape([ds.sizes[a] for a in by]), dims=by, coords={a: ds[a].values for a in by},
+    return xr.DataArray(array.reshape([ds.sizes[a] for a in by]), dims=by, coords={a: ds[a].values for a in by},
                         name=name)
 
 

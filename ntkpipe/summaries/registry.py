@@ -29,4 +29,4 @@ SUMMARY_KINDS: dict[str, SummaryKind] = _collect()
 def summary_options(item) -> SummaryOptions:
     """A ``summaries:`` item of a validated study (:class:`ntkpipe.lang.schema.SummarySpec`) as its kind's
     options, defaults filled in (validation has checked that it is one)."""
-    return SUMMARY_KINDS[item.kind].options.model_validate(item.model_dump())
+    return SUMMARY_KINDS[item.kind].options.model_validate(item.model_dump(exclude_unset=True))
