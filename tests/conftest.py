@@ -17,6 +17,11 @@ REPO = Path(__file__).resolve().parents[1]
 # The suite runs as a workflow job does (ntkpipe.jobs.log.start_job): JAX's 64-bit types on, so tests
 # build float64 inputs and compare in float64. The library without them: tests/test_imports.py.
 jax.config.update("jax_enable_x64", True)
+# JAX's strict dtype promotion: mixing dtypes (float32 weights with float64 data, a weak Python scalar
+# aside) is an error, so every cast in ntkpipe says the dtype it means (float64 for kernels, eigen and
+# theory work, the training dtype for training). Job processes that tests start inherit it.
+os.environ["JAX_NUMPY_DTYPE_PROMOTION"] = "strict"
+jax.config.update("jax_numpy_dtype_promotion", "strict")
 
 # Hypothesis profiles: ``ci`` (the default) is reproducible -- derandomized, no example database --
 # and small; ``long`` is random and large: HYPOTHESIS_PROFILE=long python -m pytest tests/test_generated_*.py

@@ -32,6 +32,7 @@ import yaml
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from ntkpipe import summaries
 from ntkpipe.data.dataset import output_count
 from ntkpipe.data.sources import SOURCES as SOURCE_RECORDS
 from ntkpipe.errors import SpecError
@@ -66,7 +67,7 @@ LOSSES = literal_values(schema.TrainSpec, "loss")
 SPACINGS = literal_values(schema.CheckpointSpec, "spacing")
 DTYPES = literal_values(schema.TrainSpec, "dtype")
 LABEL_KINDS = literal_values(schema.LabelsSpec, "kind")
-SUMMARY_KINDS = literal_values(schema.SummarySpec, "kind")
+SUMMARY_KINDS = list(summaries.SUMMARY_KINDS)
 FIGURE_KINDS = {literal_values(m, "kind")[0]: m for m in models_in(schema.FigureSpec)}
 ARCHITECTURES = tuple(schema.ARCHITECTURE_SPECS)
 PADDINGS = literal_values(schema.ConvLayerSpec, "padding")

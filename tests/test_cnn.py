@@ -203,7 +203,7 @@ def test_auto_follows_the_cost_model():
     conv_heavy = CNN((32, 32, 3), [ConvLayer(8, 3, pool="avg", pool_size=32)], [], key=jax.random.key(0))
     assert (parameter_count(dense_heavy), parameter_count(conv_heavy)) == (64 * 256 + 256 * 10, 3 * 3 * 3 * 8 + 8)
     n = 100
-    x_dense, x_conv = np.zeros((n, 1, 1, 64)), np.zeros((n, 32, 32, 3))
+    x_dense, x_conv = np.zeros((n, 1, 1, 64), np.float32), np.zeros((n, 32, 32, 3), np.float32)  # the models' dtype
     for model, x, num_outputs, expected, ratio in (
         (dense_heavy, x_dense, 10, NtkImplementation.NTK_VECTOR_PRODUCTS, (1, 10)),
         (conv_heavy, x_conv, 1, NtkImplementation.JACOBIAN, (100, 10_000)),

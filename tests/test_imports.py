@@ -1,15 +1,19 @@
 """No side effects on import: ``import ntkpipe`` leaves JAX's 64-bit types off, imports neither
 matplotlib nor diffrax and selects no device; the float64 library (kernels, eigendecompositions,
 kernel regression, theory) still returns float64 in such a session (ntkpipe.ntk.precision.with_x64).
+No import cycles between ntkpipe's subpackages, ``TYPE_CHECKING`` imports included.
 
 Each check runs in a fresh interpreter: this test process enabled x64 in conftest, as a job does."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 import textwrap
+from collections import defaultdict
+from pathlib import Path
 
 from tests.conftest import REPO
 
@@ -95,3 +99,75 @@ def test_a_job_sets_its_process_not_the_snakefile(tmp_path):
     """)
     assert out.split("\n")[-3:-1] == ["False None", "True 0 float64"]
     assert "<lambda> -> out: done" in (tmp_path / "job.log").read_text()
+
+
+def subpackage_imports(package: Path) -> dict[str, dict[str, str]]:
+    """The import graph of ``package``'s parts (its subpackages and top-level modules; the package's
+    ``__init__`` is the part ``""``), read from the source: ``graph[a][b]`` is the first ``file:line``
+    where part ``a`` imports part ``b``. Every import statement counts (``TYPE_CHECKING`` and function-level ones too)."""
+    name = package.name
+    graph: dict[str, dict[str, str]] = defaultdict(dict)
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).with_suffix("").parts
+        part = "" if parts == ("__init__",) else parts[0]
+        here = [name, *parts[:-1]]  # the package a relative import starts from
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join([*here[:len(here) - node.level + 1], *[node.module or ""]]).strip(".") \
+                    if node.level else node.module or ""
+                modules = [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for module in modules:
+                pieces = module.split(".")
+                if pieces[0] == name and len(pieces) > 1 and pieces[1] != part and (
+                        (package / pieces[1]).is_dir() or (package / f"{pieces[1]}.py").is_file()):
+                    graph[part].setdefault(pieces[1], f"{path.relative_to(package.parent)}:{node.lineno}")
+    return graph
+
+
+def import_cycle(graph: dict[str, dict[str, str]]) -> list[str] | None:
+    """One cycle of ``graph`` as the list of its parts (the first repeated at the end), or None."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(a: str) -> list[str] | None:
+        state[a] = "open"
+        path.append(a)
+        for b in graph.get(a, {}):
+            if state.get(b) == "open":
+                return [*path[path.index(b):], b]
+            if b not in state and (cycle := visit(b)):
+                return cycle
+        state[a] = "done"
+        path.pop()
+        return None
+
+    return next((cycle for a in sorted(graph) if a not in state and (cycle := visit(a))), None)
+
+
+def test_subpackages_import_a_dag():
+    """ntkpipe's subpackages (and top-level modules) import each other without a cycle: each imports only
+    those below it (README, Layout). A cycle fails naming its parts and the import of each edge."""
+    graph = subpackage_imports(REPO / "ntkpipe")
+    assert {"data", "lang", "measure", "train"} <= set(graph)  # the graph is read at all
+    cycle = import_cycle(graph)
+    assert cycle is None, "import cycle " + " -> ".join(cycle) + ":\n" + "\n".join(
+        f"  {a} -> {b}: {graph[a][b]}" for a, b in zip(cycle, cycle[1:]))
+
+
+def test_a_cycle_is_found_and_named(tmp_path):
+    """The check itself: a TYPE_CHECKING import that closes a loop a → b → a is reported as that cycle."""
+    package = tmp_path / "pkg"
+    for file, text in {"__init__.py": "", "a/__init__.py": "from pkg.b.x import f\n",
+                       "b/__init__.py": "", "b/x.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                       "    from ..a import g\n", "c.py": "import pkg.a\n"}.items():
+        (package / file).parent.mkdir(parents=True, exist_ok=True)
+        (package / file).write_text(text)
+    graph = subpackage_imports(package)
+    assert graph == {"a": {"b": "pkg/a/__init__.py:1"}, "b": {"a": "pkg/b/x.py:3"}, "c": {"a": "pkg/c.py:1"}}
+    assert import_cycle(graph) == ["a", "b", "a"]
+    del graph["b"]
+    assert import_cycle(graph) is None

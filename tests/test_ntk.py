@@ -129,7 +129,7 @@ def test_linearized_ntk_is_the_constant_origin_ntk(implementation):
     def perturb(m):
         leaves, treedef = jax.tree.flatten(m)
         keys = jax.random.split(jax.random.key(1), len(leaves))
-        moved = [v + 0.5 * jax.random.normal(k, v.shape) for v, k in zip(leaves, keys)]
+        moved = [v + 0.5 * jax.random.normal(k, v.shape, v.dtype) for v, k in zip(leaves, keys)]
         return jax.tree.unflatten(treedef, moved)
 
     moved = eqx.tree_at(lambda m: m.params, linearized, replace_fn=perturb)

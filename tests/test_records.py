@@ -4,6 +4,7 @@ and a record's adapter computes what its math function gives on the same arrays.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import jax
@@ -16,6 +17,7 @@ from ntkpipe.measure.layers import layer_alignment
 from ntkpipe.measure.record import Measurement, Variable
 from ntkpipe.models import MLP
 from ntkpipe.plots import PLOTTERS
+from ntkpipe.registries import collect_kinds
 from ntkpipe.stages import STAGES
 from ntkpipe.stages import registry as stage_registry
 from ntkpipe.theory import two_layer
@@ -77,9 +79,20 @@ def test_every_figure_kind_is_one_complete_record():
 
 def test_stage_kinds_are_collected_from_the_stage_modules():
     assert list(STAGES) == ["ntk_gram", "eigendecomposition", "nad", "pretrain"]
-    assert stage_registry._collect() == STAGES
-    assert {kind.job.__module__ for kind in STAGES.values()} == {
-        "ntkpipe.stages.gram", "ntkpipe.stages.nad", "ntkpipe.stages.pretrain"}
+    assert collect_kinds("ntkpipe.stages", Path(stage_registry.__file__).parent, lambda k: k.compute, "stage") == STAGES
+
+
+def test_a_kind_defined_in_two_modules_is_an_error(tmp_path, monkeypatch):
+    """The registries' collector (stages, summaries) names the kind and the second module that defines it."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, second in (("kinds_twice", "['z', 'x']"), ("kinds_once", "['z']")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+        (tmp_path / name / "a.py").write_text("KINDS = ['x', 'y']\n")
+        (tmp_path / name / "b.py").write_text(f"KINDS = {second}\n")
+    with pytest.raises(ValueError, match=r"thing 'x' is defined twice \(module kinds_twice.b\)"):
+        collect_kinds("kinds_twice", tmp_path / "kinds_twice", str, "thing")
+    assert list(collect_kinds("kinds_once", tmp_path / "kinds_once", str, "thing")) == ["x", "y", "z"]
 
 
 def test_cli_describes_a_measurement_from_its_record(capsys):

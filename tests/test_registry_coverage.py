@@ -24,13 +24,13 @@ from ntkpipe.lang.schema import (
     MlpSpec,
     ModelBase,
     OptimizerSpec,
-    SummarySpec,
     TrainSpec,
 )
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.models import ACTIVATIONS, ARCHITECTURES
 from ntkpipe.plots import PLOTTERS
 from ntkpipe.stages import STAGES
+from ntkpipe.summaries import SUMMARY_KINDS
 from ntkpipe.train.losses import LOSSES
 
 TESTS = Path(__file__).resolve().parent
@@ -56,7 +56,7 @@ def registered() -> dict[str, set[str]]:
         "init": _literal(MlpSpec, "init"),
         "optimizer": _literal(OptimizerSpec, "name"),
         "loss": set(LOSSES) | _literal(TrainSpec, "loss"),
-        "summary": _literal(SummarySpec, "kind"),
+        "summary": set(SUMMARY_KINDS),
         "figure": set(PLOTTERS).union(*(_literal(model, "kind") for model in figure_models)),
     }
 

@@ -12,8 +12,8 @@ from ntkpipe.data.file_checks import data_file_problems
 from ntkpipe.data.sources import SOURCES, Source
 from ntkpipe.data.sources.linear_teacher import LinearTeacherOptions
 from ntkpipe.lang import schema
-from ntkpipe.lang.base import Strict
 from ntkpipe.lang.schema import DataSpec
+from ntkpipe.strict import Strict
 from tests.test_data_files import mnist_arrays, write_cifar, write_mnist
 
 

@@ -32,8 +32,9 @@ def spec(**kw) -> TrainSpec:
 
 
 def loss_only(model, index=0, last=True):
-    f = jax.vmap(model)(jnp.asarray(X))
-    return {"loss": float(0.5 * jnp.mean(jnp.sum((f - Y) ** 2, -1)))}
+    dtype = jax.tree.leaves(model)[0].dtype  # the training dtype
+    f = jax.vmap(model)(jnp.asarray(X, dtype))
+    return {"loss": float(0.5 * jnp.mean(jnp.sum((f - jnp.asarray(Y, dtype)) ** 2, -1)))}
 
 
 def run(model, train_spec, key=jax.random.PRNGKey(0)):
@@ -87,9 +88,10 @@ def test_adam_matches_optax_adam():
     def loss(m):
         return 0.5 * jnp.mean(jnp.sum((jax.vmap(m)(jnp.asarray(X)) - Y) ** 2, -1))
 
-    for _ in range(30):
-        updates, state = opt.update(jax.grad(loss)(model), state, model)
-        model = optax.apply_updates(model, updates)
+    with jax.numpy_dtype_promotion("standard"):  # optax promotes implicitly (Adam's bias correction)
+        for _ in range(30):
+            updates, state = opt.update(jax.grad(loss)(model), state, model)
+            model = optax.apply_updates(model, updates)
     for a, b in zip(jax.tree.leaves(traj.model), jax.tree.leaves(model)):
         np.testing.assert_allclose(a, b, rtol=1e-10)
 
@@ -151,7 +153,8 @@ def test_per_layer_learning_rates_match_optax_with_a_multiplier_per_layer(optimi
         return 0.5 * jnp.mean(jnp.sum((f - Y) ** 2, -1))
 
     for _ in range(7):
-        updates, state = direction.update(jax.grad(loss)(params), state, params)
+        with jax.numpy_dtype_promotion("standard"):  # optax promotes implicitly (Adam's bias correction)
+            updates, state = direction.update(jax.grad(loss)(params), state, params)
         params = tuple(tuple(p - 0.05 * m * u for p, u, m in zip(ps, us, multipliers))
                        for ps, us in zip(params, updates))
     for mine, ref in zip(jax.tree.leaves((got.weights, got.biases)), jax.tree.leaves(params)):

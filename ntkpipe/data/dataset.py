@@ -17,10 +17,10 @@ from ntkpipe.data.arrays import Dataset
 from ntkpipe.data.sources import SOURCES
 
 if TYPE_CHECKING:
-    from ntkpipe.lang.schema import DataSpec
+    from ntkpipe.data.sources.base import DataOptions
 
 
-def output_count(spec: DataSpec) -> int:
+def output_count(spec: DataOptions) -> int:
     """Network outputs C the targets need: 1 for sign φ_j or two-group labels, else what the source's
     default targets need (one per teacher or mixture class, one per class — 1 for two classes —, 1 for ±1)."""
     if spec.labels.kind in ("eigenvector_sign", "two_groups"):
@@ -28,12 +28,12 @@ def output_count(spec: DataSpec) -> int:
     return SOURCES[spec.source].outputs(spec)
 
 
-def input_shape(spec: DataSpec) -> tuple[int, ...]:
+def input_shape(spec: DataOptions) -> tuple[int, ...]:
     """The shape of one input of ``spec``, without loading it: (D,) or (H, W, channels)."""
     return tuple(SOURCES[spec.source].input_shape(spec))
 
 
-def load_dataset(spec: DataSpec, direction: np.ndarray | None = None) -> Dataset:
+def load_dataset(spec: DataOptions, direction: np.ndarray | None = None) -> Dataset:
     """The inputs and default targets of ``spec`` (labels from stages are applied by the caller).
 
     ``direction`` is the NAD v_j of ``nad`` data (shaped like one input), read from its stage.

@@ -30,7 +30,7 @@ from ntkpipe.data.sources import SOURCES
 from ntkpipe.errors import DataFileError
 
 if TYPE_CHECKING:
-    from ntkpipe.lang.schema import DataSpec
+    from ntkpipe.data.sources.base import DataOptions
 
 __all__ = ["PATH_KEY", "clear_data_file_cache", "data_file_problems"]
 
@@ -50,7 +50,7 @@ def clear_data_file_cache() -> None:
         _counts.clear()
 
 
-def data_file_problems(spec: DataSpec, *, verify_checksums: bool) -> list[Problem]:
+def data_file_problems(spec: DataOptions, *, verify_checksums: bool) -> list[Problem]:
     """``(key path, message)`` pairs for the data of ``spec`` (empty = usable).
 
     A source without local files has only its ``data_checks`` (none: ``[]``). The directory is
@@ -66,7 +66,7 @@ def data_file_problems(spec: DataSpec, *, verify_checksums: bool) -> list[Proble
     return problems
 
 
-def local_file_problems(spec: DataSpec, files: LocalFiles, *, verify_checksums: bool) -> list[Problem]:
+def local_file_problems(spec: DataOptions, files: LocalFiles, *, verify_checksums: bool) -> list[Problem]:
     """The problems of the local ``files`` that ``spec`` reads (see :func:`data_file_problems`)."""
     try:
         directory = resolve_data_dir(spec.path, files)
@@ -144,7 +144,7 @@ def _checksums(report: DirReport, directory: Path, files: LocalFiles) -> list[st
 # ---------------------------------------------------------------------------------------
 
 
-def _origin_note(spec: DataSpec) -> str:
+def _origin_note(spec: DataOptions) -> str:
     if spec.path is not None and str(spec.path) != "":
         return ""
     env = os.environ.get(ENV_VAR, "")
@@ -152,7 +152,7 @@ def _origin_note(spec: DataSpec) -> str:
             f"{ENV_VAR}={env})")
 
 
-def _count_problem(spec: DataSpec, split: str, n: int, counts: np.ndarray, labels: Path) -> list[Problem]:
+def _count_problem(spec: DataOptions, split: str, n: int, counts: np.ndarray, labels: Path) -> list[Problem]:
     classes = sorted(set(spec.classes)) if spec.classes is not None else list(range(len(counts)))
     per_class = [int(counts[c]) if 0 <= c < len(counts) else 0 for c in classes]
     available = sum(per_class)

@@ -10,14 +10,16 @@ so a new variable cannot ship without a description. A study dataset also gets i
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import xarray as xr
 
 from ntkpipe.jobs.residuals import residual_attrs
-from ntkpipe.labels import AXIS_LABELS, axis_label, variable_label
+from ntkpipe.labels import AXIS_LABELS, axis_label
 from ntkpipe.lang.axes import AXES, SWEEPABLE_SECTIONS, models_in
 from ntkpipe.measure.registry import ALWAYS_RECORDED, TIME_UNITS, VARIABLES, variable_attrs
+from ntkpipe.summaries import SUMMARY_KINDS, summary_options
 from ntkpipe.train.final_state import DYNAMICS_PREFIX, PARAMS
 
 COORDINATES: dict[str, tuple[str, str | None, str]] = {
@@ -66,7 +68,7 @@ def describe(ds: xr.Dataset, study=None) -> xr.Dataset:
     """Set the attrs of every data variable and coordinate of ``ds`` (a run store, or with ``study``
     the study dataset); raises ValueError naming a variable that nothing describes."""
     summaries = summary_attrs(study) if study is not None else {}
-    for name in [*ds.data_vars, *ds.coords]:
+    for name in map(str, [*ds.data_vars, *ds.coords]):
         if study is not None and name in study.axes:
             attrs = sweep_axis_attrs(name, ds)
         else:
@@ -78,7 +80,7 @@ def describe(ds: xr.Dataset, study=None) -> xr.Dataset:
     return ds
 
 
-def _known_attrs(name: str) -> dict[str, str | None] | None:
+def _known_attrs(name: str) -> Mapping[str, str | None] | None:
     if name in VARIABLES or name in {v.name for v in ALWAYS_RECORDED}:
         return variable_attrs(name)
     if name.startswith(DYNAMICS_PREFIX):
@@ -119,54 +121,10 @@ def _field_description(path: tuple[str, ...]) -> str | None:
 
 
 def summary_attrs(study) -> dict[str, dict[str, str]]:
-    """Attrs of the variables the study's summaries add (see ``SummarySpec``)."""
+    """Attrs of the variables the study's summaries add (their kinds' records, :mod:`ntkpipe.summaries`)."""
     out = {}
-    for s in study.spec.summaries:
-        by = f", one per {', '.join(s.by_axes)}" if s.by_axes else ""
-        y = variable_label(s.y) if s.y else ""
-        if s.kind in ("power_law", "log_law"):
-            fit = (f"log {s.y} = a + b log {s.x}" if s.kind == "power_law" else f"{s.y} = a + b ln {s.x}")
-            what = "power-law exponent" if s.kind == "power_law" else "log-law slope"
-            out[s.name] = {"long_name": f"{what} of {y} in {axis_label(study.axis_keys.get(s.x, s.x))}",
-                           "description": f"b of the least-squares fit {fit} over the runs' finite positive "
-                                          f"values (seeds pooled){by}"}
-            out[f"{s.name}_stderr"] = {"long_name": f"standard error of the {what} {s.name}",
-                                       "description": f"standard error of b in {fit}{by}"}
-        elif s.kind == "endpoints":
-            out[s.name] = {"long_name": f"{y} (init, end)",
-                           "description": f"{s.y} at init (t = 0) and at its last finite time, over checkpoint"}
-        elif s.kind == "measured_phase":
-            k, fit, d = s.stderrs, f"log {s.y} = a + b log {s.x}", axis_label(study.axis_keys.get(s.x, s.x))
-            out[s.name] = {"long_name": "measured phase",
-                           "description": f"phase read off the runs along {s.x}{by}, judged against the predicted "
-                                          f"exponent p = min(T − I, 0) of {s.y} (solvable-model Sec. 3, Table 1): "
-                                          f"unstable if a run diverged; frozen if at the largest {s.x} the loss kept "
-                                          f"> {s.frozen_loss_ratio} of its initial value; kernel if {s.y} at the "
-                                          f"largest {s.x} < {s.min_change}, or the fitted exponent b ± s "
-                                          f"({s.name}_exponent ± {s.name}_exponent_stderr) has b + {k}·s < 0 "
-                                          f"(significantly below the learning phase's 0), or |b − p| ≤ {k}·s and "
-                                          f"|b − p| < |b| (consistent with a predicted p < 0 and nearer it than 0); "
-                                          "else learning"}
-            out[f"{s.name}_exponent"] = {"long_name": f"measured exponent of {y} in {d}",
-                                         "description": f"b of the least-squares fit {fit} that {s.name} judges "
-                                                        f"(seeds pooled){by}"}
-            out[f"{s.name}_exponent_stderr"] = {"long_name": f"standard error of {s.name}_exponent",
-                                                "description": f"standard error s of b in {fit}{by}"}
-            out[f"{s.name}_predicted_exponent"] = {
-                "long_name": f"predicted exponent of {y} in {d}",
-                "description": "p = min(T − I, 0) from the exponents of λ² under the scaling powers "
-                               f"(solvable-model Sec. 3, Table 1, ntkpipe.theory.phases){by}"}
-        else:  # predicted_phase
-            source = "from the exponents of λ² under the scaling powers (solvable-model Sec. 3, ntkpipe.theory.phases)"
-            out[s.name] = {"long_name": "predicted phase",
-                           "description": f"kernel, learning, frozen or unstable, {source}{by}"}
-            out[f"{s.name}_target_term"] = {"long_name": "exponent of d of λ²'s target term",
-                                            "description": f"T = 2k + e_u + e_W, {source}{by}"}
-            out[f"{s.name}_init_term"] = {"long_name": "exponent of d of λ²'s init term",
-                                          "description": f"I = 4k + 2 max(e_W + n + v_u, e_u + n + v_W), {source}{by}"}
-            out[f"{s.name}_kernel_change"] = {"long_name": "predicted exponent of d of the relative NTK change",
-                                              "description": f"min(T − I, 0): T − I when the init term dominates, else 0 "
-                                                             f"(O(1) change), {source}{by}"}
+    for s in map(summary_options, study.spec.summaries):
+        out.update(SUMMARY_KINDS[s.kind].attrs(s, study))
     return out
 
 

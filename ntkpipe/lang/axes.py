@@ -76,7 +76,7 @@ def dimension(axis_name: str) -> str:
     return axis_name.rsplit(".", 1)[-1]
 
 
-def suggest(word: str, choices) -> str:
+def suggest(word: object, choices) -> str:
     """`` (did you mean 'x'?)`` for a near miss, else an empty string."""
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""

@@ -24,7 +24,7 @@ class ModelKind:
         name: its name in a spec (``model.kind``).
         doc: what it trains, with the math (paper and equation).
         stepper: ``"module:factory"`` of its single-run stepper, ``factory(run, reference) → Stepper``
-            (``run`` a :class:`ntkpipe.measure.context.RunContext`, ``reference`` the final values it
+            (``run`` a :class:`ntkpipe.train.driver.Run`, ``reference`` the final values it
             reads of its network, ``{}`` for none).
         pack_stepper: ``"module:factory"`` of its packed stepper, ``factory(runs) → Stepper`` over the
             runs of one pack (same shapes), or None if its runs never pack.

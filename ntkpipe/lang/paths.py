@@ -8,7 +8,7 @@ MISSING = object()
 """What :func:`get_path` returns for an absent key when asked to tell it from a stored None."""
 
 
-def get_path(node: Any, path: tuple[str, ...], default: Any = None) -> Any:
+def get_path(node: Any, path: tuple[str | int, ...], default: Any = None) -> Any:
     """The value at ``path`` in nested mappings, or ``default`` when a key on the way is absent."""
     for key in path:
         if not isinstance(node, dict) or key not in node:

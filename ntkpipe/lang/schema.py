@@ -17,8 +17,8 @@ from pydantic.fields import FieldInfo
 
 from ntkpipe.activations import Activation
 from ntkpipe.data.sources import SOURCES
-from ntkpipe.lang.base import CrossKeyError, Ints, Strict, axis, units
 from ntkpipe.lang.model_kinds import MODEL_KINDS, kinds_with
+from ntkpipe.strict import CrossKeyError, Ints, Strict, axis
 
 
 class LabelsSpec(Strict):
@@ -548,71 +548,25 @@ class MeasureItem(BaseModel):
         return dict(self.model_extra or {})
 
 
-class SummarySpec(Strict):
-    """A study-level summary stored in the study dataset, over the axes ``by`` (one name or a list;
-    none: one value):
+class SummarySpec(BaseModel):
+    """A study-level summary stored in the study dataset: ``name``, ``kind`` and that kind's keys. Each
+    kind is a record of :data:`ntkpipe.summaries.SUMMARY_KINDS` (power_law, log_law, endpoints,
+    predicted_phase, measured_phase), which declares and documents its keys and validates them against the
+    study; most read a sweep axis ``x``, a variable ``y`` and give one value per group of the axes ``by``
+    (one name or a list; none: one value)."""
 
-    - ``power_law`` fits log y = a + b log x, ``log_law`` fits y = a + b ln x (seeds pooled); the
-      variable ``<name>`` is the fitted exponent/slope b, ``<name>_stderr`` its standard error;
-    - ``endpoints`` tabulates a series at init and at its last finite time over a dimension
-      ``checkpoint`` = [init, end] (e.g. linearized-networks Table 1);
-    - ``predicted_phase``: the phase (kernel, learning, frozen, unstable) that λ²'s exponents predict
-      for the study's ``scaling`` powers (:mod:`ntkpipe.theory.phases`; depth-2 networks);
-    - ``measured_phase``: the phase read off the runs along the scale parameter ``x`` (= d), judged
-      against the exponent p = min(T − I, 0) that the study's ``scaling`` powers predict for y, the
-      relative NTK change (solvable-model Sec. 3, Table 1; :mod:`ntkpipe.theory.phases`):
-      ``unstable`` if a run diverged; else ``frozen`` if at the largest d the training loss kept more
-      than ``frozen_loss_ratio`` of its initial value; else ``kernel`` if y at the largest d is below
-      ``min_change``, or the fitted exponent b ± s (``exponent``, a power_law summary of y over x, and
-      its standard error) is significantly below 0, the learning phase's O(1) change (b + k·s < 0),
-      or consistent with a predicted p < 0 and nearer it than 0 (|b − p| ≤ k·s and |b − p| < |b|),
-      with k = ``stderrs``; else ``learning``. It stores ``<name>_exponent``,
-      ``<name>_exponent_stderr`` and ``<name>_predicted_exponent`` beside the phase.
-    """
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
 
     name: str
     """the variable it adds to the study dataset (with <name>_stderr for fits)"""
-    kind: Literal["power_law", "log_law", "endpoints", "predicted_phase", "measured_phase"]
-    """power_law or log_law fit of y over x, endpoints table of a series, predicted_phase or measured_phase"""
+    kind: str
+    """the summary kind (``ntkpipe explain summaries`` lists them): power_law or log_law fit of y over x, endpoints table of a series, predicted_phase or measured_phase"""
     x: str | None = None
     """the sweep axis a fit runs over (measured_phase: the scale parameter d)"""
     y: str | None = None
     """the variable fitted (a scalar; a series at its last time) or tabulated (endpoints: a series)"""
     by: str | list[str] | None = None
     """sweep axes to compute the summary per value of (one name or a list; none: one value for the study)"""
-    exponent: str | None = Field(None, exclude_if=lambda v: v is None, description="measured_phase: the power_law summary of y over x")
-    stderrs: float = Field(2.0, gt=0, exclude_if=lambda v: v == 2.0,
-                           description="measured_phase: k, the standard errors within which exponents are consistent")
-    min_change: float = Field(0.02, ge=0, exclude_if=lambda v: v == 0.02, description="measured_phase: y at the largest x below this is kernel")
-    frozen_loss_ratio: float = Field(0.5, gt=0, lt=1, exclude_if=lambda v: v == 0.5, description="measured_phase: L_T/L_0 above this is frozen")
-
-    @property
-    def by_axes(self) -> list[str]:
-        return [] if self.by is None else [self.by] if isinstance(self.by, str) else list(self.by)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _removed_kernel_below(cls, data):
-        if isinstance(data, dict) and "kernel_below" in data:
-            raise CrossKeyError("'kernel_below' was removed: a measured_phase now judges the fitted exponent "
-                                "against the predicted T − I within 'stderrs' (default 2) standard errors; "
-                                "delete 'kernel_below'", ("kernel_below",))
-        return data
-
-    @model_validator(mode="after")
-    def _fit_fields(self):
-        if self.kind == "endpoints" and (self.x is not None or self.by is not None or self.y is None):
-            raise ValueError("an 'endpoints' summary takes only 'y' (a series)")
-        if self.kind in ("power_law", "log_law") and (self.x is None or self.y is None):
-            raise ValueError(f"a {self.kind!r} fit needs 'x' (a sweep axis) and 'y' (a scalar variable)")
-        if self.kind == "predicted_phase" and (self.x is not None or self.y is not None):
-            raise ValueError("a 'predicted_phase' summary takes only 'by' (it reads the study's scaling powers)")
-        if self.kind == "measured_phase" and (self.x is None or self.y is None or self.exponent is None):
-            raise ValueError("a 'measured_phase' summary needs 'x' (the scale parameter d), 'y' (e.g. "
-                             "relative_kernel_change) and 'exponent' (the power_law summary of y over x)")
-        if self.kind != "measured_phase" and "exponent" in self.model_fields_set:
-            raise ValueError("'exponent' applies to a 'measured_phase' summary")
-        return self
 
 
 REPRODUCES = "the paper figure it reproduces, e.g. 'Silent alignment Fig. 3', shown under the title"

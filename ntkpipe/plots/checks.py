@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.axis import Axis
+from matplotlib.axis import Axis, XAxis, YAxis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -138,7 +138,7 @@ def _overlap(a: Bbox, b: Bbox) -> bool:
     return min(a.x1, b.x1) - max(a.x0, b.x0) > PIXEL and min(a.y1, b.y1) - max(a.y0, b.y0) > PIXEL
 
 
-def _overlapping_tick_labels(axis: Axis, renderer) -> list[str]:
+def _overlapping_tick_labels(axis: XAxis | YAxis, renderer) -> list[str]:
     labels = [(text, text.get_window_extent(renderer)) for _, text in drawn_tick_labels(axis)]
     return [f"{axis.axis_name} tick labels {_short(a)} and {_short(b)} overlap"
             for i, (a, box_a) in enumerate(labels) for b, box_b in labels[i + 1:] if _overlap(box_a, box_b)]
@@ -167,7 +167,7 @@ def integer_data(ax: Axes, axis: Axis) -> bool:
     return np.unique(values).size >= 2 and bool(np.all(values == np.round(values)))
 
 
-def _fractional_ticks(ax: Axes, axis: Axis) -> list[str]:
+def _fractional_ticks(ax: Axes, axis: XAxis | YAxis) -> list[str]:
     if not integer_data(ax, axis):
         return []
     fractional = [loc for loc, _ in drawn_tick_labels(axis) if abs(loc - round(loc)) > 1e-9 * max(1.0, abs(loc))]
@@ -179,19 +179,19 @@ def _fractional_ticks(ax: Axes, axis: Axis) -> list[str]:
 
 def line_style(line: Line2D) -> tuple:
     """What tells two lines apart besides colour: dash pattern (with offset) and marker."""
-    dashes = line._unscaled_dash_pattern if line.get_linestyle() not in ("None", " ", "") else None
+    dashes = line._unscaled_dash_pattern if line.get_linestyle() not in ("None", " ", "") else None  # pyright: ignore[reportAttributeAccessIssue]  # private: the pattern as drawn
     return dashes, line.get_marker() if line.get_marker() not in (None, "None", " ", "") else None
 
 
 def coincide(a: Line2D, b: Line2D, pixels: float = PIXEL) -> bool:
     """Whether two lines pass through the same points, within ``pixels`` on screen."""
-    xa, xb = a.get_xydata(), b.get_xydata()
+    xa, xb = np.asarray(a.get_xydata()), np.asarray(b.get_xydata())
     if xa.shape != xb.shape:
         return False
     da, db = a.get_transform().transform(xa), b.get_transform().transform(xb)
     finite = np.isfinite(da).all(1) & np.isfinite(db).all(1)
     same_gaps = np.array_equal(np.isfinite(da).all(1), np.isfinite(db).all(1))
-    return same_gaps and finite.any() and bool(np.all(np.abs(da[finite] - db[finite]) <= pixels))
+    return same_gaps and bool(finite.any()) and bool(np.all(np.abs(da[finite] - db[finite]) <= pixels))
 
 
 def _hidden_lines(ax: Axes) -> list[str]:
@@ -209,7 +209,8 @@ def _hidden_lines(ax: Axes) -> list[str]:
 
 def _line_name(line: Line2D) -> str:
     label = line.get_label()
-    return repr(label) if label and not label.startswith("_") else f"({len(line.get_xydata())} points)"
+    shown = isinstance(label, str) and label and not label.startswith("_")
+    return repr(label) if shown else f"({len(np.asarray(line.get_xydata()))} points)"
 
 
 def legend_covers(ax: Axes, renderer) -> list[Line2D]:
@@ -240,7 +241,7 @@ def _legend_over_data(ax: Axes, renderer) -> list[str]:
 
 def legends(fig: Figure) -> list:
     """The visible legends of ``fig``: its own and its axes'."""
-    found = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    found = list(fig.legends) + [legend for ax in fig.axes if (legend := ax.get_legend()) is not None]
     return [legend for legend in found if legend.get_visible()]
 
 
@@ -250,7 +251,7 @@ def _unlisted_lines(fig: Figure) -> list[str]:
         return []
     listed = {" ".join(text.get_text().split()) for legend in shown for text in legend.get_texts()}
     return [f"{name}: line {_line_name(line)} is not in any legend" for name, ax in _named_axes(fig)
-            for line in data_lines(ax) if not line.get_label().startswith("_")
+            for line in data_lines(ax) if not str(line.get_label()).startswith("_")
             and not {" ".join(line.get_label().split()), " ".join(as_math(line.get_label()).split())} & listed]
 
 

@@ -10,24 +10,13 @@ them all, by module name. The Snakefile's one stage rule runs every kind.
 
 from __future__ import annotations
 
-import pkgutil
-from importlib import import_module
 from pathlib import Path
 
+from ntkpipe.registries import collect_kinds
 from ntkpipe.stages.kind import StageKind
 
 __all__ = ["STAGES", "StageKind"]
 
 
-def _collect() -> dict[str, StageKind]:
-    """The ``KINDS`` of every module of this package, in module-name order; a name given twice is an error."""
-    kinds: dict[str, StageKind] = {}
-    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda i: i.name):
-        for kind in getattr(import_module(f"ntkpipe.stages.{info.name}"), "KINDS", ()):
-            if kind.compute in kinds:
-                raise ValueError(f"stage kind {kind.compute!r} is defined twice (module ntkpipe.stages.{info.name})")
-            kinds[kind.compute] = kind
-    return kinds
-
-
-STAGES: dict[str, StageKind] = _collect()
+STAGES: dict[str, StageKind] = collect_kinds("ntkpipe.stages", Path(__file__).parent, lambda kind: kind.compute,
+                                             "stage kind")

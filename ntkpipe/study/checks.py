@@ -9,7 +9,10 @@ is reported at once.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
+
+from pydantic import ValidationError
 
 from ntkpipe.data import output_count
 from ntkpipe.data.file_checks import data_file_problems
@@ -18,6 +21,9 @@ from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.schema import MeasureItem, RunSpec, StudySpec
 from ntkpipe.measure.registry import ALWAYS_RECORDED, REGISTRY, Variable
 from ntkpipe.stages import REFERENCES, STAGES
+from ntkpipe.study import messages
+from ntkpipe.summaries import SUMMARY_KINDS, summary_options
+from ntkpipe.summaries.record import SummaryOptions
 
 Problem = tuple[tuple, str]
 SKIP_CHECKSUMS = "NTKPIPE_SKIP_CHECKSUMS"
@@ -255,10 +261,9 @@ def _measured(spec: StudySpec) -> dict[str, Variable]:
 def _variables(spec: StudySpec) -> dict[str, Variable]:
     """Dataset variables a figure or summary may read."""
     out = _measured(spec)
-    for s in spec.summaries:  # endpoint tables are variables figures may plot
-        if s.kind == "endpoints" and s.y in out:
-            y = out[s.y]
-            out[s.name] = Variable(s.name, f"{y.label} (init, end)", ("checkpoint", *[d for d in y.dims if d != "time"]))
+    for options in _summary_options(spec):  # e.g. endpoint tables are variables figures may plot
+        if options is not None:
+            out.update(SUMMARY_KINDS[options.kind].tables(options, out))
     return out
 
 
@@ -288,56 +293,84 @@ def _check_variable(value: str | None, variables: dict[str, Variable], kinds: tu
     return []
 
 
+def _summary_options(spec: StudySpec) -> list[SummaryOptions | None]:
+    """Each ``summaries:`` item as its kind's options (None where it is not valid: see :func:`_summary_problems`)."""
+    out: list[SummaryOptions | None] = []
+    for item in spec.summaries:
+        try:
+            out.append(summary_options(item) if item.kind in SUMMARY_KINDS else None)
+        except ValidationError:
+            out.append(None)
+    return out
+
+
+def _option_problems(item, where: tuple) -> list[Problem]:
+    """``item`` is a summary of a known kind whose options its record's model accepts (errors at their keys)."""
+    if item.kind not in SUMMARY_KINDS:
+        return [(where + ("kind",), f"unknown summary kind {item.kind!r}{suggest(item.kind, SUMMARY_KINDS)}; "
+                                    f"use one of {', '.join(SUMMARY_KINDS)}")]
+    model = SUMMARY_KINDS[item.kind].options
+    data = item.model_dump(exclude_unset=True)
+    try:
+        model.model_validate(data)
+    except ValidationError as err:
+        out = []
+        for error in err.errors():
+            if error["type"] == "extra_forbidden":
+                key = error["loc"][-1]
+                message = (f"unknown key for a {item.kind!r} summary"
+                           f"{suggest(key, model.model_fields) or ' (allowed: ' + ', '.join(model.model_fields) + ')'}")
+            else:
+                message = messages.message(error)
+            out += [(where + messages.error_locations(error, data)[0], message)]
+        return out
+    return []
+
+
+class SummaryCheck:
+    """What a summary kind's ``problems(options, check)`` checks its options with: each method returns
+    problems at a key path below the summary's (``where``); ``points`` (None: the sweep has problems of
+    its own), ``runs`` and ``scalings`` are the study's, ``earlier`` the summaries listed before this one
+    (as options), ``measured`` the variables the runs store."""
+
+    def __init__(self, variables: dict[str, Variable], measured: dict[str, Variable], points: list[dict] | None,
+                 runs: list[RunSpec], scalings: list, earlier: list[SummaryOptions], where: tuple):
+        self.variables, self.measured, self.points, self.where = variables, measured, points, where
+        self.runs, self.scalings, self.earlier = runs, scalings, earlier
+
+    def variable(self, value: str | None, kinds: tuple, key: tuple) -> list[Problem]:
+        """``value`` is a stored variable of one of ``kinds`` (scalar, series, array)."""
+        return _check_variable(value, self.variables, kinds, self.where + key)
+
+    def axis(self, value: str | None, key: tuple, what: str) -> list[Problem]:
+        """``value`` is a sweep axis."""
+        return _check_axis(value, self.points, self.where + key, what)
+
+    def problem(self, key: tuple, message: str) -> list[Problem]:
+        return [(self.where + key, message)]
+
+
 def _summary_problems(spec: StudySpec, points: list[dict] | None, runs: list[RunSpec], scalings: list) -> list[Problem]:
+    """Each summary is of a known kind with valid options, its name is new, its ``by`` are sweep axes, and it
+    passes its kind's own checks (``problems``)."""
     problems: list[Problem] = []
     variables, measured = _variables(spec), _measured(spec)
     names = [s.name for s in spec.summaries]
-    for i, s in enumerate(spec.summaries):
+    listed = _summary_options(spec)
+    for i, (item, options) in enumerate(zip(spec.summaries, listed)):
         where = ("summaries", i)
-        if names.count(s.name) > 1 or s.name in measured:
-            problems.append((where + ("name",), f"summary name {s.name!r} is already used"))
-        problems += _check_axis(s.x, points, where + ("x",), "x")
-        for j, axis_name in enumerate(s.by_axes):
-            problems += _check_axis(axis_name, points, where + (("by", j) if isinstance(s.by, list) else ("by",)), "by")
-        kinds = ("series",) if s.kind == "endpoints" else ("scalar",)
-        problems += _check_variable(s.y, variables, kinds, where + ("y",))
-        if s.kind in ("predicted_phase", "measured_phase") and points is not None:
-            problems += _predicted_phase_problems(s, points, runs, scalings, where)
-        if s.kind == "measured_phase":
-            fits = {f.name: f for f in spec.summaries[:i] if f.kind == "power_law"}
-            fit = fits.get(s.exponent)
-            if fit is None:
-                problems.append((where + ("exponent",), f"{s.exponent!r} is not a power_law summary listed before this "
-                                 f"one{suggest(s.exponent, fits)}"))
-            elif (fit.x, fit.y, fit.by_axes) != (s.x, s.y, s.by_axes):
-                problems.append((where + ("exponent",), f"{s.exponent!r} fits {fit.y} over {fit.x} by {fit.by_axes}; "
-                                 f"this summary reads {s.y} over {s.x} by {s.by_axes}"))
-            if "loss" not in measured:
-                problems.append((where, "a measured_phase reads the training loss (frozen runs): add loss to measure"))
+        if names.count(item.name) > 1 or item.name in measured:
+            problems.append((where + ("name",), f"summary name {item.name!r} is already used"))
+        if options is None:
+            problems += _option_problems(item, where)
+            continue
+        for j, axis_name in enumerate(options.by_axes):
+            problems += _check_axis(axis_name, points, where + (("by", j) if isinstance(options.by, list) else ("by",)),
+                                    "by")
+        earlier = [o for o in listed[:i] if o is not None]
+        problems += SUMMARY_KINDS[options.kind].problems(
+            options, SummaryCheck(variables, measured, points, runs, scalings, earlier, where))
     return problems
-
-
-def _predicted_phase_problems(s, points: list[dict], runs: list[RunSpec], scalings: list, where: tuple) -> list[Problem]:
-    """Every value of ``by`` has one set of powers, of a depth-2 standard-parameterization net (a
-    measured_phase judges its runs against the exponent these powers predict)."""
-    from ntkpipe.theory.phases import exponents_from_powers
-
-    if not any(scalings):
-        return [(where + ("kind",), f"a {s.kind} needs the study's 'scaling' (hyperparameters as powers of d)")]
-    seen: dict[tuple, dict] = {}
-    for point, run, scaling in zip(points, runs, scalings):
-        key = tuple(point.get(a) for a in s.by_axes)
-        powers = dict(scaling.powers) if scaling else {}
-        try:
-            exponents_from_powers(powers, getattr(run.model, "depth", 0), run.model.parameterization,
-                                  getattr(run.model, "layer_variance", None) is not None)
-        except ValueError as err:
-            return [(where + ("kind",), f"{err} (sweep point {point})")]
-        if seen.setdefault(key, powers) != powers:
-            at = dict(zip(s.by_axes, key))
-            return [(where + ("by",), f"runs at {at or 'every point'} have different scaling powers; add the axis "
-                     "that tells them apart to 'by'")]
-    return []
 
 
 def _check_dim(value: str | None, points: list[dict] | None, used: list[Variable], where: tuple,
@@ -407,7 +440,7 @@ def _figure_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem
 
 
 def _where_problems(selection: dict[str, Any], points: list[dict] | None, where: tuple,
-                    plotted: list[Variable] = ()) -> list[Problem]:
+                    plotted: Sequence[Variable] = ()) -> list[Problem]:
     """Each key of ``selection`` is a sweep axis with one of its values, or (``plotted`` given) a
     dimension of every plotted variable, e.g. ``output: 3`` for ``kv_projection`` (its coordinates
     are known only once the runs exist)."""

@@ -116,10 +116,10 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, max_runs: int |
             problems.append(f"{where(('sweep',))}: {err}")
             valid_points = None
     problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings, data_files)]
-    if memory_limit is not None and not problems:
+    if memory_limit is not None and not problems and valid_points is not None:
         problems += [f"{where(key_path)}: {msg}"
                      for key_path, msg in checks.memory_problems(runs, valid_points, memory_limit)]
-    if problems:
+    if problems or valid_points is None:  # no valid points is a problem of the sweep, reported
         raise SpecError(str(path), _by_line(problems))
     return Study(path.stem, variant, path, spec, valid_points, runs, axis_keys, scalings)
 
@@ -179,7 +179,7 @@ def _dotted(key_path: KeyPath) -> str:
     return ".".join(str(k) for k in key_path) or "(top level)"
 
 
-def _scale_axis(merged: dict, points: list[dict], axis_keys: dict[str, str], where, problems: list[str]):
+def _scale_axis(merged: dict, points: list[dict] | None, axis_keys: dict[str, str], where, problems: list[str]):
     """With a ``scaling`` block, the sweep points that do not set ``d`` themselves (a union sub-grid
     may give its own values) crossed with ``scaling.d``."""
     block = merged.get("scaling")
@@ -348,13 +348,13 @@ def _scaling(block: dict, point: dict, cases: dict, where, problems: list[str]):
         for e in err.errors():
             loc = tuple(e["loc"])
             if loc[:1] == ("powers",) and len(loc) > 1:
-                problems.append(f"{power_at(loc[1])}: {messages.text(e)} (got {e.get('input')!r})")
+                problems.append(f"{power_at(str(loc[1]))}: {messages.text(e)} (got {e.get('input')!r})")
             else:
                 problems.append(messages.problem({**e, "loc": ("scaling",) + loc}, {"scaling": block}, where))
         return None
 
 
-def _derived_problem(error: dict, point: dict, config: dict, derived: dict) -> str | None:
+def _derived_problem(error: messages.Error, point: dict, config: dict, derived: dict) -> str | None:
     """A validation error of a value the scaling derived, located at its power."""
     loc = messages.data_path(tuple(error["loc"]), config)
     for path, located in derived.items():
@@ -364,7 +364,7 @@ def _derived_problem(error: dict, point: dict, config: dict, derived: dict) -> s
     return None
 
 
-def _sweep_problem(error: dict, point: dict, axis_keys: dict[str, str], config: dict, cases: dict, merged: dict,
+def _sweep_problem(error: messages.Error, point: dict, axis_keys: dict[str, str], config: dict, cases: dict, merged: dict,
                    where) -> str:
     """Locate a run's validation error at the sweep key or case override that caused it (a check of
     several keys, :class:`CrossKeyError`: at the first of its keys that the sweep sets, else at its

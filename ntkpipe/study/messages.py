@@ -9,13 +9,17 @@ import typing
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import ErrorDetails
 
 from ntkpipe.lang.axes import suggest
 from ntkpipe.lang.schema import CrossKeyError, StudySpec
 from ntkpipe.lang.yaml_lines import KeyPath
 
+Error = ErrorDetails | dict[str, Any]
+"""A pydantic validation error (``ValidationError.errors()``), or one relocated as a dict."""
 
-def text(error: dict) -> str:
+
+def text(error: Error) -> str:
     """The error's own message (a validator's, without pydantic's "Value error, ")."""
     return error["msg"].removeprefix("Value error, ")
 
@@ -40,7 +44,7 @@ HINTS = {
 """Error type → how to write a value of the wanted type, from the value given."""
 
 
-def _allowed_keys(error: dict) -> str:
+def _allowed_keys(error: Error) -> str:
     """"did you mean" one of the keys of the section an unknown key sits in, else all of them."""
     loc = tuple(error["loc"])
     model = model_at(loc[:-1])
@@ -48,7 +52,7 @@ def _allowed_keys(error: dict) -> str:
     return suggest(loc[-1], allowed) or (f" (allowed: {', '.join(allowed)})" if allowed else "")
 
 
-def _literal(error: dict, shown: bool) -> str:
+def _literal(error: Error, shown: bool) -> str:
     choices = re.findall(r"'([^']*)'", error.get("ctx", {}).get("expected", ""))
     given = error.get("input")
     return f"{text(error)}{f' (got {given!r})' if shown else ''}{suggest(given, choices)}"
@@ -68,7 +72,7 @@ TAG_KEYS = {"union_tag_invalid": ("architecture",)}
 """Error type → the key below its location that it is about (the tag of a union section)."""
 
 
-def message(error: dict, shown: bool = True) -> str:
+def message(error: Error, shown: bool = True) -> str:
     """What is wrong, for ``error``: by :data:`MESSAGES`. ``shown``: say the value given (a sweep value
     names it already)."""
     if error["type"] in MESSAGES:
@@ -78,7 +82,7 @@ def message(error: dict, shown: bool = True) -> str:
     return f"{text(error)}{f' (got {given!r})' if got else ''}{HINTS.get(error['type'], lambda g: '')(given)}"
 
 
-def problem(error: dict, data: dict, where) -> str:
+def problem(error: Error, data: dict, where) -> str:
     """``line N: key.path: message`` of a validation error of ``data`` (the spec, or a section of it
     when its location starts there); ``where`` gives the line of a key path."""
     return f"{where(error_locations(error, data)[0] + TAG_KEYS.get(error['type'], ()))}: {message(error)}"
@@ -144,7 +148,7 @@ def _step(annotation: Any, elem: Any) -> Any:
     return None
 
 
-def error_locations(error: dict, data: dict) -> list[KeyPath]:
+def error_locations(error: Error, data: dict) -> list[KeyPath]:
     """Key paths of a validation error in ``data``: its location, or below it the keys a
     :class:`CrossKeyError` names (most relevant first)."""
     at = data_path(tuple(error["loc"]), data)

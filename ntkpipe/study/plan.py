@@ -30,6 +30,7 @@ from ntkpipe.lang.titles import figure_title
 from ntkpipe.stages import REFERENCES, STAGES, StageJob
 from ntkpipe.study.final_items import is_final, item_config, item_key, run_final_items, stored_final_items
 from ntkpipe.study.load import DEFAULT_VARIANT, Study
+from ntkpipe.summaries import summary_options
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class StudyPlan:
         spec = self.study.spec
         return canonical({"tag": self.tag, "axes": self.study.axes, "points": self.study.points,
                           "runs": [r.id for r in self.runs],
-                          "summaries": [s.model_dump(mode="json") for s in spec.summaries],
+                          "summaries": [summary_options(s).model_dump(mode="json") for s in spec.summaries],
                           "finals": [item_config(m) for m in self.study.runs[0].measure if is_final(m)],
                           **({"scalings": [s.model_dump(mode="json") if s else None for s in self.study.scalings]}
                              if spec.scaling is not None else {}),

@@ -38,8 +38,9 @@ from typing import Any, Protocol
 import equinox as eqx
 import numpy as np
 
+from ntkpipe.data import Dataset
 from ntkpipe.lang.model_kinds import MODEL_KINDS
-from ntkpipe.lang.schema import CheckpointSpec, TrainSpec
+from ntkpipe.lang.schema import CheckpointSpec, RunSpec, TrainSpec
 from ntkpipe.progress import Progress
 from ntkpipe.train import snapshot
 from ntkpipe.train.snapshot import Position, SnapshotMismatch
@@ -116,6 +117,15 @@ def stack_records(records: list[dict], n_checkpoints: int) -> dict[str, np.ndarr
         for i, rec in enumerate(records):
             series[k][i] = rec[k]
     return series
+
+
+class Run(Protocol):
+    """What a stepper factory reads of a run: its spec, data and initial model (the training job passes
+    the run's :class:`ntkpipe.measure.context.RunContext`, which measurements read too)."""
+
+    spec: RunSpec
+    data: Dataset
+    model0: eqx.Module
 
 
 class Stepper(Protocol):

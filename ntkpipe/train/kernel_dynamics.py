@@ -14,7 +14,7 @@ and the driver (:func:`ntkpipe.train.driver.drive`) judges their divergence as a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -24,11 +24,10 @@ import numpy as np
 from ntkpipe.models import learning_rate_scale
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.kernel_stats import kernel_alignment
+from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.theory.feature_evolution import fit_feature_rate, ofe_solve
 from ntkpipe.theory.kernel_gd import kernel_gd
-
-if TYPE_CHECKING:
-    from ntkpipe.measure.context import RunContext
+from ntkpipe.train.driver import Run
 
 
 @dataclass(frozen=True)
@@ -55,12 +54,13 @@ def _outputs(model, x):
     return jax.vmap(model)(x)
 
 
-def kernel_start(run: RunContext) -> KernelStart:
+def kernel_start(run: Run) -> KernelStart:
     """K₀ and f₀ of the run's network over train ∪ test (the OFE kinds' network is unscaled), f₀ in the
     training dtype as its checkpoint-0 measurements read it."""
     gram = np.asarray(flatten_gram(empirical_ntk(run.model0, run.data.x_all)), np.float64)
     dtype = jnp.dtype(run.spec.train.dtype)
-    f0 = [np.asarray(_outputs(run.model0, jnp.asarray(x, dtype)), np.float64) for x in (run.data.x_train, run.data.x_test)]
+    model = cast_floats(run.model0, dtype)
+    f0 = [np.asarray(_outputs(model, jnp.asarray(x, dtype)), np.float64) for x in (run.data.x_train, run.data.x_test)]
     return KernelStart(gram, np.concatenate(f0), run.data.y_train)
 
 
@@ -129,18 +129,18 @@ def ofe_states(start: KernelStart, gamma: float, lr: float):
     return states
 
 
-def _kgd_rate(run: RunContext) -> float:
+def _kgd_rate(run: Run) -> float:
     """η/P of KGD: η₀ times γ² of a rescaled network, over the P training points."""
     return run.spec.train.optimizer.lr * learning_rate_scale(run.spec.model) / len(run.data.y_train)
 
 
-def kgd_stepper(run: RunContext, reference: dict[str, float]) -> ClosedFormStepper:
+def kgd_stepper(run: Run, reference: dict[str, float]) -> ClosedFormStepper:
     """``kgd``: the network's K₀ frozen."""
     start = kernel_start(run)
     return ClosedFormStepper(kgd_states(start, _kgd_rate(run), 1.0), start.y)
 
 
-def akgd_stepper(run: RunContext, reference: dict[str, float]) -> ClosedFormStepper:
+def akgd_stepper(run: Run, reference: dict[str, float]) -> ClosedFormStepper:
     """``akgd``: K₀ rescaled to the norm of the trained network's final NTK (``reference['kernel_norm']``)."""
     start = kernel_start(run)
     n = start.y.size
@@ -148,13 +148,13 @@ def akgd_stepper(run: RunContext, reference: dict[str, float]) -> ClosedFormStep
     return ClosedFormStepper(kgd_states(start, _kgd_rate(run), scale), start.y)
 
 
-def ofe_stepper(run: RunContext, reference: dict[str, float]) -> ClosedFormStepper:
+def ofe_stepper(run: Run, reference: dict[str, float]) -> ClosedFormStepper:
     """``ofe``: the OFE with γ = ``model.gamma``."""
     start = kernel_start(run)
     return ClosedFormStepper(ofe_states(start, run.spec.model.gamma, run.spec.train.optimizer.lr), start.y)
 
 
-def ofe_fit_stepper(run: RunContext, reference: dict[str, float]) -> ClosedFormStepper:
+def ofe_fit_stepper(run: Run, reference: dict[str, float]) -> ClosedFormStepper:
     """``ofe_fit``: the OFE with γ̂ fitted to the trained network's final alignment (``reference['alignment']``;
     NaN when it is below A(K₀), so no γ̂ ≥ 0 fits)."""
     start = kernel_start(run)

@@ -9,7 +9,7 @@ this stepper reports a non-finite loss at some step or non-finite parameters at 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -19,13 +19,9 @@ import numpy as np
 from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
 from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
 from ntkpipe.ntk.precision import cast_floats
-from ntkpipe.train.driver import Trajectory, drive
+from ntkpipe.train.driver import Run, Trajectory, drive
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
-
-if TYPE_CHECKING:
-    from ntkpipe.measure.context import RunContext
-
 
 
 def layer_multipliers(diff, spec: OptimizerSpec, dtype):
@@ -131,7 +127,7 @@ class NetworkStepper:
         return eqx.combine(state.diff, state.static), {}
 
 
-def network_stepper(run: RunContext, reference: dict[str, float]) -> NetworkStepper:
+def network_stepper(run: Run, reference: dict[str, float]) -> NetworkStepper:
     """The stepper of a run (its spec, data and initial network ``model0``; the linearization for
     ``kind: linearized``)."""
     return NetworkStepper(run.model0, run.data.x_train, run.data.y_train, run.spec.train,

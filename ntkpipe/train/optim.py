@@ -8,18 +8,30 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import jax.numpy as jnp
 import optax
 
 from ntkpipe.lang.schema import OptimizerSpec
 
 
+def _standard_promotion(direction: optax.GradientTransformation) -> optax.GradientTransformation:
+    """``direction`` with its update under JAX's standard dtype promotion, whatever the session's: optax
+    promotes implicitly (Adam's bias correction 1 − β^t mixes a float and an int32 step count)."""
+
+    def update(updates, state, params=None):
+        with jax.numpy_dtype_promotion("standard"):
+            return direction.update(updates, state, params)
+
+    return optax.GradientTransformation(direction.init, update)
+
+
 @functools.cache
 def _direction(name: str, momentum: float, b1: float, b2: float, eps: float) -> optax.GradientTransformation:
     if name == "adam":
-        return optax.scale_by_adam(b1=b1, b2=b2, eps=eps)  # Kingma & Ba: m̂_t / (√v̂_t + ε)
+        return _standard_promotion(optax.scale_by_adam(b1=b1, b2=b2, eps=eps))  # Kingma & Ba: m̂_t / (√v̂_t + ε)
     if momentum > 0.0:
-        return optax.trace(decay=momentum)  # heavy ball: u_t = g_t + μ u_{t−1} (PyTorch SGD)
+        return _standard_promotion(optax.trace(decay=momentum))  # heavy ball: u_t = g_t + μ u_{t−1} (PyTorch SGD)
     return optax.identity()  # u_t = g_t
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -30,12 +30,9 @@ from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.precision import cast_floats
-from ntkpipe.train.driver import Trajectory, drive
+from ntkpipe.train.driver import Run, Trajectory, drive
 from ntkpipe.train.loop import advance_steps, layer_multipliers
 from ntkpipe.train.optim import update_direction
-
-if TYPE_CHECKING:
-    from ntkpipe.measure.context import RunContext
 
 
 def stack(trees: Sequence):
@@ -216,7 +213,7 @@ class PackedStepper:
         return eqx.combine(unstack(state.diffs, member), self.static), {}
 
 
-def packed_stepper(runs: Sequence[RunContext]) -> PackedStepper:
+def packed_stepper(runs: Sequence[Run]) -> PackedStepper:
     """The stepper of the runs of one pack (kind ``network`` or ``linearized``, equal :func:`structure_key`)."""
     return PackedStepper([run.model0 for run in runs], [run.data.x_train for run in runs],
                          [run.data.y_train for run in runs], [run.data.x_test for run in runs], runs[0].spec.train,

@@ -11,21 +11,44 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import numpy as np
 from pydantic import Field
 
 from ntkpipe.data.whitening import partial_whitening_map
-from ntkpipe.lang.base import Strict, units
+from ntkpipe.strict import Strict, units
 
 if TYPE_CHECKING:
     from ntkpipe.data.arrays import Dataset
     from ntkpipe.data.files.local import LocalFiles
-    from ntkpipe.lang.schema import DataSpec
 
 
-def _no_rules(spec: DataSpec) -> None:
+class DataOptions(Protocol):
+    """A validated ``data:`` section as the sources read it (the language's ``DataOptions``, composed of
+    these records): the keys every source takes, and the sources' options as attributes."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def n_train(self) -> int: ...
+
+    @property
+    def n_test(self) -> int: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def labels(self) -> Any:
+        """The ``labels:`` section (``kind``, ``eigen_index``, ``stage``, ``class_groups``)."""
+
+    def __getattr__(self, key: str) -> Any:
+        """A source's option (``dim``, ``gamma``, ``classes``, …)."""
+
+
+def _no_rules(spec: DataOptions) -> None:
     """A source without cross-key rules."""
 
 
@@ -40,7 +63,7 @@ class Source:
     shape without loading it, (D,) for vectors, (H, W, channels) for images. ``outputs(spec)``: the
     network outputs its default targets need. ``class_count``: K when its examples carry the class labels
     0 … K−1 (which ``classes`` selects and ``two_groups`` labels split), else 0. ``rules(spec)``: its
-    cross-key rules, raising :class:`~ntkpipe.lang.base.CrossKeyError` at the key to fix (or ValueError).
+    cross-key rules, raising :class:`~ntkpipe.strict.CrossKeyError` at the key to fix (or ValueError).
     ``files``: the format of the local files it reads (checked when a study is validated), None when it
     reads none. ``data_checks(spec)``: further checks that read its data, made when a study is validated
     with its data (``(key path, message)`` pairs, e.g. enough examples of the kept classes). ``example``: a small valid ``data:`` section (docs and generated tests).
@@ -48,14 +71,14 @@ class Source:
 
     name: str
     options: type[Strict]
-    load: Callable[[DataSpec, np.random.Generator, np.ndarray | None], Dataset]
-    input_shape: Callable[[DataSpec], tuple[int, ...]]
-    outputs: Callable[[DataSpec], int]
+    load: Callable[[DataOptions, np.random.Generator, np.ndarray | None], Dataset]
+    input_shape: Callable[[DataOptions], tuple[int, ...]]
+    outputs: Callable[[DataOptions], int]
     example: dict[str, Any]
     class_count: int = 0
-    rules: Callable[[DataSpec], None] = _no_rules
+    rules: Callable[[DataOptions], None] = _no_rules
     files: LocalFiles | None = None
-    data_checks: Callable[[DataSpec], list[tuple[tuple[str, ...], str]]] | None = None
+    data_checks: Callable[[DataOptions], list[tuple[tuple[str, ...], str]]] | None = None
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -75,17 +98,17 @@ ImageSize = Annotated[int | None, Field(ge=2, description="resize images to imag
 DataPath = Annotated[str | None, Field(description="directory of local MNIST/CIFAR-10 files")]
 
 
-def vector_shape(spec: DataSpec) -> tuple[int, ...]:
+def vector_shape(spec: DataOptions) -> tuple[int, ...]:
     """(D,): vectors of ``dim`` coordinates."""
     return (spec.dim,)
 
 
-def needs_dim(spec: DataSpec) -> None:
+def needs_dim(spec: DataOptions) -> None:
     if spec.dim is None:
         raise ValueError(f"source {spec.source!r} needs 'dim' (the input dimension D)")
 
 
-def whiten(spec: DataSpec, x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def whiten(spec: DataOptions, x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Partial whitening X_γ = U S^γ Vᵀ with the SVD of the training inputs (silent-alignment Sec. 5),
     applied to both splits (inputs keep their shape); unchanged when ``gamma`` is null."""
     if spec.gamma is None:
@@ -97,5 +120,5 @@ def whiten(spec: DataSpec, x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.
     return (flat_train @ m).reshape(len(flat_train), *shape), (flat_test @ m).reshape(len(flat_test), *shape)
 
 
-__all__ = ["Classes", "DataPath", "Dim", "Gamma", "ImageSize", "Noise", "Source", "needs_dim",
+__all__ = ["Classes", "DataOptions", "DataPath", "Dim", "Gamma", "ImageSize", "Noise", "Source", "needs_dim",
            "vector_shape", "whiten"]

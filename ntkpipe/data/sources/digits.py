@@ -10,7 +10,7 @@ from ntkpipe.data.digits import digits_pool
 from ntkpipe.data.sources.images import ImageOptions, Split, image_source, kept_classes, pool_split
 
 if TYPE_CHECKING:
-    from ntkpipe.lang.schema import DataSpec
+    from ntkpipe.data.sources.base import DataOptions
 
 
 class DigitsOptions(ImageOptions):
@@ -18,11 +18,11 @@ class DigitsOptions(ImageOptions):
     drawn without replacement."""
 
 
-def split(spec: DataSpec, rng: np.random.Generator) -> Split:
+def split(spec: DataOptions, rng: np.random.Generator) -> Split:
     return pool_split(spec, rng, *digits_pool(), what="digits")
 
 
-def enough_digits(spec: DataSpec) -> list[tuple[tuple[str, ...], str]]:
+def enough_digits(spec: DataOptions) -> list[tuple[tuple[str, ...], str]]:
     """n_train + n_test fit the digits of the kept classes (read when a study is validated)."""
     _, labels = digits_pool()
     classes = kept_classes(spec)

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from pydantic import Field
 
 from ntkpipe.data.arrays import Dataset
-from ntkpipe.data.sources.base import Dim, Gamma, Noise, Source, needs_dim, vector_shape, whiten
+from ntkpipe.data.sources.base import DataOptions, Dim, Gamma, Noise, Source, needs_dim, vector_shape, whiten
 from ntkpipe.data.synthetic import mixture_samples, orthonormal_centres
-from ntkpipe.lang.base import CrossKeyError, Strict
-
-if TYPE_CHECKING:
-    from ntkpipe.lang.schema import DataSpec
+from ntkpipe.strict import CrossKeyError, Strict
 
 
 class GaussianMixtureOptions(Strict):
@@ -29,7 +24,7 @@ class GaussianMixtureOptions(Strict):
     gamma: Gamma = None
 
 
-def rules(spec: DataSpec) -> None:
+def rules(spec: DataOptions) -> None:
     """C orthonormal centres fit in R^D, and every class gets n/C points of each split."""
     needs_dim(spec)
     if spec.clusters is None:
@@ -45,7 +40,7 @@ def rules(spec: DataSpec) -> None:
                                 (split,), ("clusters",))
 
 
-def load(spec: DataSpec, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
+def load(spec: DataOptions, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
     """The centres, then the train and the test points; inputs whitened (``gamma``); one-hot targets."""
     centres = orthonormal_centres(spec.clusters, spec.dim, rng)
     x_train, labels_train = mixture_samples(centres, spec.n_train, spec.noise, rng)

@@ -10,18 +10,15 @@ their shape (n, H, W, channels) in float64 with pixel values first scaled to [0,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ntkpipe.data.arrays import Dataset, class_targets
 from ntkpipe.data.files.local import LocalFiles, resolve_data_dir
 from ntkpipe.data.images import grayscale, resize
-from ntkpipe.data.sources.base import Classes, Gamma, ImageSize, Source, whiten
-from ntkpipe.lang.base import Strict
-
-if TYPE_CHECKING:
-    from ntkpipe.lang.schema import DataSpec
+from ntkpipe.data.sources.base import Classes, DataOptions, Gamma, ImageSize, Source, whiten
+from ntkpipe.strict import Strict
 
 Split = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """Train images, train labels, test images, test labels: (n, H, W, C) float64 in [0, 1] and (n,) int."""
@@ -36,7 +33,7 @@ class ImageOptions(Strict):
     gamma: Gamma = None
 
 
-def kept_classes(spec: DataSpec) -> list[int] | None:
+def kept_classes(spec: DataOptions) -> list[int] | None:
     """``classes``, or for two-group labels the classes of both groups."""
     if spec.classes is None and spec.labels.kind == "two_groups":
         return sorted(set(spec.labels.class_groups[0]) | set(spec.labels.class_groups[1]))
@@ -50,7 +47,7 @@ def keep_classes(x: np.ndarray, labels: np.ndarray, classes: list[int] | None) -
     return x[mask], labels[mask]
 
 
-def pool_split(spec: DataSpec, rng: np.random.Generator, x: np.ndarray, labels: np.ndarray, what: str) -> Split:
+def pool_split(spec: DataOptions, rng: np.random.Generator, x: np.ndarray, labels: np.ndarray, what: str) -> Split:
     """Train and test drawn without replacement from one pool of images (``what``: their name)."""
     classes = kept_classes(spec)
     x, labels = keep_classes(x, labels, classes)
@@ -63,11 +60,11 @@ def pool_split(spec: DataSpec, rng: np.random.Generator, x: np.ndarray, labels: 
     return x[train], labels[train], x[test], labels[test]
 
 
-def files_split(files: LocalFiles) -> Callable[[DataSpec, np.random.Generator], Split]:
+def files_split(files: LocalFiles) -> Callable[[DataOptions, np.random.Generator], Split]:
     """Train images drawn from the train files, test images from the test files, of ``files`` in
     ``data.path`` (else ``$NTKPIPE_DATA/<name>``); RGB images become one luminance channel with ``grayscale``."""
 
-    def split(spec: DataSpec, rng: np.random.Generator) -> Split:
+    def split(spec: DataOptions, rng: np.random.Generator) -> Split:
         classes = kept_classes(spec)
         arrays = files.load(resolve_data_dir(spec.path, files))
         out: list[np.ndarray] = []
@@ -93,7 +90,7 @@ def standardize(x_train: np.ndarray, x_test: np.ndarray) -> tuple[np.ndarray, np
     return (x_train - mean) / scale, (x_test - mean) / scale
 
 
-def targets(spec: DataSpec, class_count: int, split: Split) -> Dataset:
+def targets(spec: DataOptions, class_count: int, split: Split) -> Dataset:
     """``two_groups`` labels: ±1 by group; else the classes (every class kept, drawn or not): two → ±1,
     more → one-hot."""
     x_train, labels_train, x_test, labels_test = split
@@ -107,23 +104,23 @@ def targets(spec: DataSpec, class_count: int, split: Split) -> Dataset:
 
 
 def image_source(name: str, options: type[ImageOptions], image: tuple[int, int, int], class_count: int,
-                 split: Callable[[DataSpec, np.random.Generator], Split], example: dict[str, Any],
+                 split: Callable[[DataOptions, np.random.Generator], Split], example: dict[str, Any],
                  **fields: Any) -> Source:
     """The record of an image source whose native images are ``image`` = (H, W, channels) with the class
     labels 0 … class_count − 1, drawn by ``split``."""
 
-    def load(spec: DataSpec, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
+    def load(spec: DataOptions, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
         x_train, labels_train, x_test, labels_test = split(spec, rng)
         if spec.image_size is not None:
             x_train, x_test = resize(x_train, spec.image_size), resize(x_test, spec.image_size)
         x_train, x_test = whiten(spec, *standardize(x_train, x_test))
         return targets(spec, class_count, (x_train, labels_train, x_test, labels_test))
 
-    def input_shape(spec: DataSpec) -> tuple[int, ...]:
+    def input_shape(spec: DataOptions) -> tuple[int, ...]:
         side = spec.image_size
         return (side or image[0], side or image[1], 1 if spec.grayscale else image[2])
 
-    def outputs(spec: DataSpec) -> int:
+    def outputs(spec: DataOptions) -> int:
         n_classes = len(spec.classes) if spec.classes is not None else class_count
         return 1 if n_classes == 2 else n_classes
 

@@ -3,18 +3,15 @@ solvable-model Sec. 2)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 from pydantic import Field
 
 from ntkpipe.data.arrays import Dataset
-from ntkpipe.data.sources.base import Dim, Gamma, Source, needs_dim, vector_shape, whiten
+from ntkpipe.data.sources.base import DataOptions, Dim, Gamma, Source, needs_dim, vector_shape, whiten
 from ntkpipe.data.synthetic import gaussian_inputs, line_direction, line_inputs, sphere_inputs, unit_teacher
-from ntkpipe.lang.base import Strict
-
-if TYPE_CHECKING:
-    from ntkpipe.lang.schema import DataSpec
+from ntkpipe.strict import Strict
 
 
 class LinearTeacherOptions(Strict):
@@ -33,7 +30,7 @@ class LinearTeacherOptions(Strict):
     gamma: Gamma = None
 
 
-def _inputs(spec: DataSpec, rng: np.random.Generator) -> np.ndarray:
+def _inputs(spec: DataOptions, rng: np.random.Generator) -> np.ndarray:
     """The n_train + n_test inputs (n, D), train first."""
     if spec.inputs == "line":  # the training point alone is the unit input when there is one
         return np.concatenate([line_inputs(spec.n_train, spec.dim, spec.seed, rng),
@@ -42,7 +39,7 @@ def _inputs(spec: DataSpec, rng: np.random.Generator) -> np.ndarray:
     return (gaussian_inputs if spec.inputs == "gaussian" else sphere_inputs)(spec.n_train + spec.n_test, spec.dim, rng)
 
 
-def teachers(spec: DataSpec, rng: np.random.Generator) -> np.ndarray:
+def teachers(spec: DataOptions, rng: np.random.Generator) -> np.ndarray:
     """β_1 … β_C as columns (D, C), scaled so that y_c = β_cᵀx ~ N(0, 1) for every input law:
     unit β_c for x ~ N(0, I_D); β_c ~ N(0, I_D) for x on the unit sphere (kernel-alignment Sec. 5.2);
     β_c = n for inputs on the line x = a·n."""
@@ -53,7 +50,7 @@ def teachers(spec: DataSpec, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal((spec.dim, spec.teachers))
 
 
-def load(spec: DataSpec, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
+def load(spec: DataOptions, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
     """Inputs, whitened (``gamma``), then the teachers drawn after them; ``beta`` holds them as columns."""
     x = _inputs(spec, rng)
     x_train, x_test = whiten(spec, x[: spec.n_train], x[spec.n_train:])

@@ -3,18 +3,13 @@ App. C.1)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from pydantic import Field
 
 from ntkpipe.data.arrays import Dataset
 from ntkpipe.data.nad import nad_samples
-from ntkpipe.data.sources.base import Noise, Source
-from ntkpipe.lang.base import Ints, Strict
-
-if TYPE_CHECKING:
-    from ntkpipe.lang.schema import DataSpec
+from ntkpipe.data.sources.base import DataOptions, Noise, Source
+from ntkpipe.strict import Ints, Strict
 
 
 class DirectionsSpec(Strict):
@@ -40,7 +35,7 @@ class NadOptions(Strict):
     """use ε/2 as the margin, as the authors' code does (false: ε)"""
 
 
-def rules(spec: DataSpec) -> None:
+def rules(spec: DataOptions) -> None:
     if spec.shape is None or spec.directions is None:
         raise ValueError("source 'nad' needs 'shape' (the input shape, e.g. [8, 8, 1]) and 'directions' "
                          "({stage: <a nad stage>, nad_index: j})")
@@ -48,7 +43,7 @@ def rules(spec: DataSpec) -> None:
         raise ValueError("nad data carry their own ±1 labels; leave 'labels' at its default")
 
 
-def load(spec: DataSpec, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
+def load(spec: DataOptions, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
     """``direction`` is v_j, read from the nad stage (shaped like one input)."""
     if direction is None:
         raise ValueError("data.source 'nad' needs the direction v_j of its nad stage")

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from ntkpipe.data.arrays import Dataset
-from ntkpipe.data.sources.base import Dim, Gamma, Source, needs_dim, vector_shape, whiten
+from ntkpipe.data.sources.base import DataOptions, Dim, Gamma, Source, needs_dim, vector_shape, whiten
 from ntkpipe.data.synthetic import random_signs, sphere_inputs
-from ntkpipe.lang.base import Strict
-
-if TYPE_CHECKING:
-    from ntkpipe.lang.schema import DataSpec
+from ntkpipe.strict import Strict
 
 
 class RandomLabelsOptions(Strict):
@@ -23,7 +18,7 @@ class RandomLabelsOptions(Strict):
     gamma: Gamma = None
 
 
-def load(spec: DataSpec, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
+def load(spec: DataOptions, rng: np.random.Generator, direction: np.ndarray | None = None) -> Dataset:
     """Sphere inputs, then the signs, drawn for train ∪ test at once; inputs whitened (``gamma``)."""
     n = spec.n_train + spec.n_test
     x = sphere_inputs(n, spec.dim, rng)

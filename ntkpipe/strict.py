@@ -1,7 +1,8 @@
 """The building blocks of the language's models: strict models, errors located at keys, axis names.
 
-Kept apart from :mod:`ntkpipe.lang.schema` so that the records the schema is composed of (the data
-sources of :mod:`ntkpipe.data.sources`) can declare their options without importing the schema.
+Below both the language (:mod:`ntkpipe.lang`) and the records its schema is composed of (the data
+sources of :mod:`ntkpipe.data.sources`), so that those declare their options without importing the
+schema; it imports nothing of ntkpipe.
 """
 
 from __future__ import annotations
