@@ -21,11 +21,11 @@ from ntkpipe.lang.schema import (
     ScalingSpec,
     StageSpec,
     StudySpec,
-    SummarySpec,
     TrainSpec,
 )
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.study.reference import REFERENCE_PATH, SECTIONS, entries, explain, markdown, resolve
+from ntkpipe.summaries import SUMMARY_KINDS
 from tests.conftest import REPO
 
 
@@ -50,7 +50,7 @@ def language() -> tuple[dict[str, object], list]:
     keys: dict[str, object] = dict.fromkeys(StudySpec.model_fields, StudySpec)
     fields = [(StudySpec, name, f) for name, f in StudySpec.model_fields.items()]
     for section, annotation in (("data", DataSpec), ("model", ModelSpec), ("train", TrainSpec),
-                                ("scaling", ScalingSpec), ("summaries", SummarySpec)):
+                                ("scaling", ScalingSpec)):
         walk(section, annotation, keys, fields)
     for model in nested_models(StageSpec):
         compute = typing.get_args(model.model_fields["compute"].annotation)[0]
@@ -59,13 +59,15 @@ def language() -> tuple[dict[str, object], list]:
     for kind, model in FIGURE_KINDS.items():
         keys[f"figures.{kind}"] = model
         walk(f"figures.{kind}", model, keys, fields)
+    for kind, record in SUMMARY_KINDS.items():
+        keys[f"summaries.{kind}"] = record.options
+        walk(f"summaries.{kind}", record.options, keys, fields)
     for m in REGISTRY.values():
         keys[f"measure.{m.name}"] = m
         keys.update({f"measure.{m.name}.{o.name}": o for o in m.options})
     keys.update({f"data.source.{name}": s for name, s in SOURCES.items()})
     keys.update({f"model.architecture.{name}": a for name, a in ARCHITECTURE_SPECS.items()})
     keys.update({f"model.kind.{name}": k for name, k in MODEL_KINDS.items()})
-    keys.update({f"summaries.{kind}": SummarySpec for kind in typing.get_args(SummarySpec.model_fields["kind"].annotation)})
     keys.update({f"sweep.{form}": sweep for form in (*sweep.SPECIAL, *sweep.GENERATORS)})
     return keys, fields
 

@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from ntkpipe.activations import Activation
 from ntkpipe.data.sources import SOURCES
 from ntkpipe.lang.model_kinds import MODEL_KINDS, kinds_with
-from ntkpipe.strict import CrossKeyError, Ints, Strict, axis
+from ntkpipe.strict import CrossKeyError, Ints, Strict, axis, units
 
 
 class LabelsSpec(Strict):

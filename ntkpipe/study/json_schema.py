@@ -33,6 +33,7 @@ from ntkpipe.lang.schema import StudySpec
 from ntkpipe.measure.options import Option
 from ntkpipe.measure.registry import REGISTRY, Measurement
 from ntkpipe.study.load import EXTENSION_PREFIX, NAME_PATTERN
+from ntkpipe.summaries import SUMMARY_KINDS
 
 SCHEMA_PATH = "schema/study.schema.json"
 """The committed copy, relative to the repository root (``ntkpipe schema > schema/study.schema.json``)."""
@@ -92,6 +93,7 @@ def study_schema() -> dict[str, Any]:
                        "type": "object", "additionalProperties": False,
                        "properties": {key: _partial(value) for key, value in props.items()}}
     defs["Measurement"] = _measurement_schema(defs)
+    defs["SummarySpec"] = defs["SummarySpec" + OVERRIDE] = _summary_schema(defs)
     defs.update(_sweep_defs(props))
     _source_rules(defs["DataSpec"])
     return _plain_descriptions({"$schema": DIALECT, "title": "ntkpipe study",
@@ -177,6 +179,30 @@ def _measurement_schema(defs: dict) -> dict:
                            "ntkpipe explain measure.NAME)",
             "anyOf": [{"type": "string", **names},
                       {"type": "object", "required": ["name"], "properties": {"name": names}, "allOf": by_name}]}
+
+
+# ------------------------------------------------------------------ summaries
+
+
+def _summary_schema(defs: dict) -> dict:
+    """A summaries entry: its kind's own keys (the options model of its :data:`SUMMARY_KINDS` record)."""
+    for name, record in SUMMARY_KINDS.items():
+        node = record.options.model_json_schema(schema_generator=StudyJsonSchema)
+        node.pop("title", None)
+        node["properties"]["kind"] = {"const": name, "description": f"the summary kind: {name}"}
+        defs[f"summary.{name}"] = node
+    kinds = {"anyOf": [{"const": name, "description": summary_description(name)} for name in SUMMARY_KINDS]}
+    by_kind = [{"if": {"properties": {"kind": {"const": k}}}, "then": {"$ref": f"{REF}summary.{k}"}}
+               for k in SUMMARY_KINDS]
+    return {"description": "a study-level summary: its name, kind and that kind's keys (ntkpipe explain "
+                           "summaries.KIND)",
+            "type": "object", "required": ["name", "kind"], "properties": {"kind": {"type": "string", **kinds}},
+            "allOf": by_kind}
+
+
+def summary_description(kind: str) -> str:
+    """A summary kind's meaning: its options model's docstring."""
+    return inspect.cleandoc(SUMMARY_KINDS[kind].options.__doc__ or "")
 
 
 # ------------------------------------------------------------------ data sources

@@ -26,11 +26,12 @@ from ntkpipe.data.sources import SOURCES
 from ntkpipe.lang import sweep
 from ntkpipe.lang.axes import AXES
 from ntkpipe.lang.model_kinds import MODEL_KINDS
-from ntkpipe.lang.schema import FIGURE_KINDS, SummarySpec
+from ntkpipe.lang.schema import FIGURE_KINDS
 from ntkpipe.lang.yaml_lines import load_with_lines
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.stages import STAGES
-from ntkpipe.study.json_schema import REF, YAML11_BOOLEANS, option_schema, plain, study_schema
+from ntkpipe.study.json_schema import REF, YAML11_BOOLEANS, option_schema, plain, study_schema, summary_description
+from ntkpipe.summaries import SUMMARY_KINDS
 
 REFERENCE_PATH = "docs/language.md"
 """The generated reference, relative to the repository root (``ntkpipe reference`` writes it)."""
@@ -419,7 +420,7 @@ def _list_kind_entries(section: str, field: str, kinds: dict[str, tuple[dict, st
                    else _snippet((section,), [{"name": kind, field: kind}], "not used by a shipped study"))
         out.append(Entry(f"{section}.{kind}", what, meaning, example=example,
                          details=tuple(f"used in {s}" for s in shown)))
-        if section == "figures":
+        if section in ("figures", "summaries"):
             for e in _field_entries(f"{section}.{kind}", model, defs, "key", kind):
                 name = e.key.rsplit(".", 1)[1]
                 item = next((i for i, _ in uses if name in i), None)
@@ -437,24 +438,10 @@ def _tag(where: str) -> str:
 
 
 def _summary_entries(defs: dict, root: dict) -> list[Entry]:
-    model = defs["SummarySpec"]
-    doc = inspect.cleandoc(SummarySpec.__doc__ or "")
-    bullets = re.split(r"\n- ", doc)
-    kinds = {}
-    for kind in model["properties"]["kind"]["enum"]:
-        text = next((b for b in bullets[1:] if f"``{kind}``" in b), "")
-        kinds[kind] = (model, " ".join(text.split()))
+    kinds = {kind: (defs[f"summary.{kind}"], summary_description(kind)) for kind in SUMMARY_KINDS}
     out = [Entry("summaries", "section", root["properties"]["summaries"]["description"], "list", "[]",
-                 example=_example(("summaries",), {}, defs), details=(" ".join(bullets[0].split()),))]
-    out += _list_kind_entries("summaries", "kind", kinds, defs, "summary kind")
-    for e in _field_entries("summaries", model, defs, "key"):
-        name = e.key.rsplit(".", 1)[1]
-        use = next(((i, w) for s in ("summaries",) for spec_name, spec in shipped_specs().items()
-                    for w, mapping in _places(spec_name, spec) for i in mapping.get(s) or []
-                    if isinstance(i, dict) and name in i), None)
-        example = _snippet(("summaries",), [use[0]], use[1]) if use else e.example
-        out.append(Entry(e.key, e.what, e.meaning, e.type, e.default, e.allowed, e.units, example))
-    return out
+                 example=_example(("summaries",), {}, defs))]
+    return out + _list_kind_entries("summaries", "kind", kinds, defs, "summary kind")
 
 
 def _figure_entries(defs: dict, root: dict) -> list[Entry]:

@@ -18,6 +18,7 @@ class EndpointsOptions(SummaryOptions):
     ``checkpoint`` = [init, end] (e.g. linearized-networks Table 1); figures may plot it."""
 
     kind: Literal["endpoints"]
+    """the summary kind (this record\'s name)"""
     y: str = Field(description="the series tabulated")
 
     @model_validator(mode="after")

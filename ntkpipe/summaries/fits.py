@@ -22,6 +22,7 @@ class FitOptions(SummaryOptions):
     error."""
 
     kind: Literal["power_law", "log_law"]
+    """the summary kind (this record\'s name)"""
     x: str = Field(description="the sweep axis the law is in")
     y: str = Field(description="the scalar variable fitted")
 

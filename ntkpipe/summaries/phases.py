@@ -25,6 +25,7 @@ class PredictedPhaseOptions(SummaryOptions):
     ``<name>_target_term``, ``<name>_init_term`` and ``<name>_kernel_change``."""
 
     kind: Literal["predicted_phase"]
+    """the summary kind (this record\'s name)"""
 
     @model_validator(mode="after")
     def _only_by(self):
@@ -46,6 +47,7 @@ class MeasuredPhaseOptions(SummaryOptions):
     ``<name>_exponent_stderr`` and ``<name>_predicted_exponent`` beside the phase."""
 
     kind: Literal["measured_phase"]
+    """the summary kind (this record\'s name)"""
     x: str = Field(description="the scale parameter d")
     y: str = Field(description="the variable whose exponent in d is judged, e.g. relative_kernel_change")
     exponent: str = Field(description="the power_law summary of y over x")

@@ -37,10 +37,15 @@ class SummaryOptions(Strict):
     none: one value) for the kinds that read them."""
 
     name: str
+    """the variable it adds to the study dataset (the prefix of the others it adds, e.g. <name>_stderr)"""
     kind: str
+    """the summary kind: power_law, log_law, endpoints, predicted_phase or measured_phase"""
     x: str | None = None
+    """the sweep axis a fit runs over (measured_phase: the scale parameter d)"""
     y: str | None = None
+    """the variable fitted (a scalar; a series at its last time) or tabulated (endpoints: a series)"""
     by: str | list[str] | None = None
+    """sweep axes to compute the summary per value of (one name or a list; none: one value for the study)"""
 
     @property
     def by_axes(self) -> list[str]:
