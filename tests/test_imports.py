@@ -8,6 +8,7 @@ Each check runs in a fresh interpreter: this test process enabled x64 in conftes
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 import subprocess
 import sys
@@ -171,3 +172,16 @@ def test_a_cycle_is_found_and_named(tmp_path):
     assert import_cycle(graph) == ["a", "b", "a"]
     del graph["b"]
     assert import_cycle(graph) is None
+
+
+def test_lazy_package_names_are_not_submodule_names():
+    """A name a package exports lazily (its module ``__getattr__``) must not be one of its submodules:
+    importing the submodule binds the package attribute to the module, so a rule calling
+    ``ntkpipe.jobs.<name>`` would get a module instead of the job."""
+    import ntkpipe.jobs
+
+    submodules = {p.stem for p in Path(ntkpipe.jobs.__file__).parent.glob("*.py")}
+    assert not submodules & set(ntkpipe.jobs.__all__)
+    for name in ntkpipe.jobs.__all__:
+        importlib.import_module(ntkpipe.jobs._HOME[name])
+        assert callable(getattr(ntkpipe.jobs, name)), name

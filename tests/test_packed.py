@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ntkpipe.jobs.train_pack import train_pack
-from ntkpipe.jobs.train_run import train_run
+from ntkpipe.jobs.pack_training import train_pack
+from ntkpipe.jobs.training import train_run
 from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study
 from ntkpipe.study.packs import pack_key, packs_by_run, plan_packs, unpacked_pattern

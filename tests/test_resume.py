@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ntkpipe.jobs.train_pack import train_pack
-from ntkpipe.jobs.train_run import resume_file, train_run
+from ntkpipe.jobs.pack_training import train_pack
+from ntkpipe.jobs.training import resume_file, train_run
 from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study
 from ntkpipe.study.packs import plan_packs
@@ -26,7 +26,7 @@ from ntkpipe.study.plan import plan_study
 from ntkpipe.train import driver, snapshot
 from tests.conftest import REPO
 
-train_run_module = importlib.import_module("ntkpipe.jobs.train_run")  # the package exports its function by that name
+train_run_module = importlib.import_module("ntkpipe.jobs.training")  # the package exports its function by that name
 
 GD = """\
 data: {source: linear_teacher, dim: 8, n_train: 16, gamma: 0.0}
@@ -191,7 +191,7 @@ from ntkpipe.jobs.log import start_job
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
 
-train_run_module = importlib.import_module("ntkpipe.jobs.train_run")
+train_run_module = importlib.import_module("ntkpipe.jobs.training")
 start_job()
 driver.SNAPSHOT_SECONDS = 0.0
 delay = float(sys.argv[2])

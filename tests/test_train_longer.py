@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from ntkpipe.jobs.lineage import lineage_id
-from ntkpipe.jobs.train_run import train_run
+from ntkpipe.jobs.training import train_run
 from ntkpipe.store import read_store
 from tests.conftest import REPO, run_snakemake
 from tests.test_resume import assert_same_stores, bitwise_equal, plan

@@ -10,19 +10,19 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ntkpipe.jobs.aggregate import aggregate_study
-    from ntkpipe.jobs.final_run import final_run
+    from ntkpipe.jobs.final_measurements import final_run
     from ntkpipe.jobs.index import study_index_file
     from ntkpipe.jobs.log import logged
+    from ntkpipe.jobs.pack_training import train_pack
     from ntkpipe.jobs.plot import plot_figure
     from ntkpipe.jobs.table import study_table
-    from ntkpipe.jobs.train_pack import train_pack
-    from ntkpipe.jobs.train_run import train_run
+    from ntkpipe.jobs.training import train_run
     from ntkpipe.stages import run_stage
 
-_HOME = {"aggregate_study": "ntkpipe.jobs.aggregate", "final_run": "ntkpipe.jobs.final_run",
+_HOME = {"aggregate_study": "ntkpipe.jobs.aggregate", "final_run": "ntkpipe.jobs.final_measurements",
          "study_index_file": "ntkpipe.jobs.index", "logged": "ntkpipe.jobs.log",
-         "plot_figure": "ntkpipe.jobs.plot", "study_table": "ntkpipe.jobs.table", "train_pack": "ntkpipe.jobs.train_pack",
-         "train_run": "ntkpipe.jobs.train_run", "run_stage": "ntkpipe.stages"}
+         "plot_figure": "ntkpipe.jobs.plot", "study_table": "ntkpipe.jobs.table", "train_pack": "ntkpipe.jobs.pack_training",
+         "train_run": "ntkpipe.jobs.training", "run_stage": "ntkpipe.stages"}
 
 __all__ = ["aggregate_study", "final_run", "logged", "plot_figure", "run_stage", "study_index_file", "study_table", "train_pack",
            "train_run"]

@@ -151,7 +151,7 @@ class Stepper(Protocol):
         """What the measurements of ``member`` read at this checkpoint: a network, a
         :class:`ntkpipe.train.packed.PackCheckpoint` (every member's) or a kernel model's
         :class:`ntkpipe.train.kernel_dynamics.KernelOutputs` (the training job views each as
-        measurements read it, :func:`ntkpipe.jobs.train_run.checkpoint_view`)."""
+        measurements read it, :func:`ntkpipe.jobs.training.checkpoint_view`)."""
         ...
 
     def can_diverge(self, state: Any, member: int) -> bool:

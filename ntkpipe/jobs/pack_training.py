@@ -1,5 +1,5 @@
 """The packed training job: the runs of one pack trained in compiled programs, one store per run,
-each what :func:`ntkpipe.jobs.train_run.train_run` would write (up to float rounding)."""
+each what :func:`ntkpipe.jobs.training.train_run` would write (up to float rounding)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ntkpipe.jobs.lineage import lineage_id
-from ntkpipe.jobs.train_run import member_measures, remove_resume_file, resume_file, write_run_store
+from ntkpipe.jobs.training import member_measures, remove_resume_file, resume_file, write_run_store
 from ntkpipe.stages import run_context
 from ntkpipe.study.plan import RunJob
 from ntkpipe.train.driver import drive, stepper_factory
