@@ -37,6 +37,10 @@ def headings(document: Path) -> set[str]:
     return set(found)
 
 
+STUDY_OUTPUTS = {"index.md"}
+"""Documents a study writes under results/<study>/ (named, not cited)."""
+
+
 def resolve(name: str, citing: Path) -> Path | None:
     for base in (ROOT, citing.parent):
         if (base / name).is_file():
@@ -51,6 +55,8 @@ def dangling(text: str, citing: Path) -> list[str]:
         cites = [(m.group(0), m.group(1), m.group(2)) for m in PATH_CITATION.finditer(line)]
         cites += [(m.group(0), m.group(1) + ".md", m.group(2)) for m in NAME_CITATION.finditer(line)]
         for text_, name, section in cites:
+            if Path(name).name in STUDY_OUTPUTS:
+                continue
             document = resolve(name, citing)
             if document is None:
                 problems.append(f"line {number}: {text_!r} cites {name}, not a file of the repository")

@@ -262,7 +262,7 @@ def test_snakemake_recomputes_exactly_the_invalid_stores(tmp_path, capsys):
     spec, plan = _study(tmp_path)
     first = run_snakemake(tmp_path)
     dataset = plan.dataset_path
-    assert len(first) == 2 + 1 + 1 + 1  # runs, dataset, figure, table
+    assert len(first) == 2 + 1 + 1 + 1 + 1  # runs, dataset, figure, table, index
     before = xr.open_zarr(dataset).load()
     damaged, foreign = (job.path for job in plan.runs)
     shutil.rmtree(foreign)
@@ -282,7 +282,8 @@ def test_snakemake_recomputes_exactly_the_invalid_stores(tmp_path, capsys):
 
     again = run_snakemake(tmp_path)
     assert again == sorted(os.path.relpath(p, tmp_path) for p in
-                           [damaged, foreign, dataset, plan.table_path, *plan.figure_paths.values()])
+                           [damaged, foreign, dataset, plan.table_path, dataset.parent / "index.md",
+                            *plan.figure_paths.values()])
     err = capsys.readouterr().err
     rel = damaged.relative_to(tmp_path)
     assert f"ntkpipe: {rel} is invalid (missing file(s) loss/0); moved to results/.invalid/runs.{damaged.name}-" in err
