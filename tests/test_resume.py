@@ -26,7 +26,7 @@ from ntkpipe.study.plan import plan_study
 from ntkpipe.train import driver, snapshot
 from tests.conftest import REPO
 
-train_run_module = importlib.import_module("ntkpipe.jobs.training")  # the package exports its function by that name
+train_run_module = importlib.import_module("ntkpipe.jobs.training")  # the module (the package exports the job function)
 
 GD = """\
 data: {source: linear_teacher, dim: 8, n_train: 16, gamma: 0.0}
