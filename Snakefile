@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
 from ntkpipe.errors import ConfigError, SpecError
-from ntkpipe.workflow import build_index, check_config, check_results_writable, configure_jax
+from ntkpipe.workflow import build_index, check_config, check_results_writable, configure_jax, limit_blas_threads
 
 min_version("9.0")
 
@@ -27,6 +27,8 @@ except (SpecError, ConfigError) as err:
 if workflow.is_main_process:  # not in job processes (cluster profiles parse this file in every job)
     INDEX.set_aside_invalid()  # a store is done when it verifies; an invalid one is made again
 configure_jax(RESULTS)  # planning ran no JAX computation; every job after this does
+# one BLAS thread per job where jobs run as threads of this process; a job process the CPUs it was given
+limit_blas_threads(1 if workflow.is_main_process else None)
 
 
 wildcard_constraints:

@@ -253,6 +253,30 @@ def jax_cache_dir(results: str | Path) -> Path:
     return Path(os.environ.get(JAX_CACHE_ENV) or Path(results) / ".cache" / "jax")
 
 
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+"""OpenBLAS's thread count, read when the library loads (numpy's and SciPy's each bundle one)."""
+
+
+def limit_blas_threads(threads: int | None = None) -> int:
+    """Give each job the BLAS threads it was scheduled for, and no more; returns the count.
+
+    Snakemake schedules every job of the workflow on one core (no rule declares ``threads``), and
+    ``profiles/default`` runs up to ``--cores`` of them at once as threads of one process: with
+    OpenBLAS's default of a thread per core, two jobs' matrix products and eigendecompositions ran
+    four threads on two cores, and an OpenBLAS thread that waits for a core spins. One thread per job
+    (``threads=1``) ran a measurement-bound study in 0.66× the wall time (``benchmarks/README.md``),
+    with numbers equal to rounding. A job process on a cluster (``threads`` None) gets the CPUs the
+    scheduler gave it (its affinity mask). The environment variable reaches the OpenBLAS libraries
+    loaded later (numpy's and SciPy's each bundle one); :mod:`threadpoolctl` limits those loaded."""
+    from threadpoolctl import threadpool_limits
+
+    if threads is None:
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    os.environ[BLAS_THREADS_ENV] = str(threads)
+    threadpool_limits(limits=threads, user_api="blas")
+    return threads
+
+
 def configure_jax(results: str | Path) -> None:
     """The JAX compilation cache every job of the workflow shares (a job's own settings, precision
     and device, are made where it starts: :func:`ntkpipe.jobs.log.start_job`).

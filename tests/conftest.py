@@ -47,6 +47,9 @@ def pytest_configure(config):
     programs back instead of compiling them (``--cache-clear`` starts cold); without the cache plugin
     (``-p no:cacheprovider``) in a temporary directory of the session. A directory set by the caller
     is used as it is. Set before any compile: JAX decides once per process whether it uses the cache."""
+    # one BLAS thread per test process, as a workflow job gets (ntkpipe.workflow.limit_blas_threads):
+    # the two xdist workers share two cores; set here, before the workers start, so they inherit it
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
     if not os.environ.get(JAX_CACHE_ENV):
         if getattr(config, "cache", None) is not None:
             os.environ[JAX_CACHE_ENV] = str(config.cache.mkdir("ntkpipe-jax"))
@@ -55,7 +58,9 @@ def pytest_configure(config):
     if config.pluginmanager.hasplugin("dsession"):  # the xdist controller: it runs no test
         return
     import jax
+    from threadpoolctl import threadpool_limits
 
+    threadpool_limits(limits=1, user_api="blas")  # numpy's OpenBLAS, loaded before this hook
     jax.config.update("jax_compilation_cache_dir", os.environ[JAX_CACHE_ENV])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 

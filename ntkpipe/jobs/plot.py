@@ -5,6 +5,7 @@ modules (matplotlib) are imported when a figure is drawn, not with :mod:`ntkpipe
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,11 @@ from ntkpipe.study.plan import StudyPlan
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+MATPLOTLIB_LOCK = threading.Lock()
+"""Matplotlib is not thread-safe (its text layout and mathtext parser keep shared state): the plot jobs
+of one Snakemake process (``profiles/default`` runs jobs as threads) draw their figures one at a time.
+Two drawn at once failed the main job with a spurious mathtext ``ParseException`` on a valid title."""
 
 
 def draw_figure(plan: StudyPlan, name: str) -> Figure:
@@ -32,9 +38,10 @@ def plot_figure(plan: StudyPlan, name: str, out: str | Path) -> Path:
     from ntkpipe.plots.style import save
     from ntkpipe.report import figure_metadata
 
-    fig = draw_figure(plan, name)
-    draw(fig)  # as it will be saved: the checker reads the drawn figure, the PNG carries its defects
-    defects = figure_defects(fig, drawn=True)
-    for defect in defects:
-        print(f"ntkpipe: figure {out}: {defect}", file=sys.stderr)
-    return save(fig, out, figure_metadata(plan, name, defects))
+    with MATPLOTLIB_LOCK:
+        fig = draw_figure(plan, name)
+        draw(fig)  # as it will be saved: the checker reads the drawn figure, the PNG carries its defects
+        defects = figure_defects(fig, drawn=True)
+        for defect in defects:
+            print(f"ntkpipe: figure {out}: {defect}", file=sys.stderr)
+        return save(fig, out, figure_metadata(plan, name, defects))

@@ -1,0 +1,49 @@
+"""Jobs that run as threads of one Snakemake process (``profiles/default``): what they share must be
+shared safely -- matplotlib one figure at a time, BLAS one thread per job."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from ntkpipe.jobs.plot import MATPLOTLIB_LOCK, plot_figure
+from ntkpipe.workflow import BLAS_THREADS_ENV, limit_blas_threads
+
+
+def test_figures_of_concurrent_plot_jobs_are_drawn_one_at_a_time(tmp_path):
+    """Two figures drawn at once failed the main job with a spurious mathtext ParseException: a plot
+    job waits while another holds matplotlib."""
+    failures = []
+
+    def job():
+        try:
+            plot_figure(None, "f", tmp_path / "f.png")  # type: ignore[arg-type]  # fails once it may draw
+        except AttributeError as err:
+            failures.append(err)
+
+    with MATPLOTLIB_LOCK:
+        thread = threading.Thread(target=job)
+        thread.start()
+        thread.join(timeout=0.5)
+        assert thread.is_alive() and not failures  # waiting for the lock, not drawing
+    thread.join(timeout=10)
+    assert not thread.is_alive() and len(failures) == 1
+
+
+def test_blas_threads_are_limited_per_job(monkeypatch):
+    """One thread per job in the threads of one process; a job process the CPUs of its affinity mask;
+    every loaded OpenBLAS obeys, and the numbers of a product are those of the unlimited library."""
+    monkeypatch.delenv(BLAS_THREADS_ENV, raising=False)
+    a = np.random.default_rng(0).standard_normal((300, 300))
+    with threadpool_limits(user_api="blas"):  # restores the limits on exit
+        expected = a @ a
+        assert limit_blas_threads(1) == 1
+        assert os.environ[BLAS_THREADS_ENV] == "1"
+        blas = [info for info in threadpool_info() if info["user_api"] == "blas"]
+        assert blas and all(info["num_threads"] == 1 for info in blas)
+        np.testing.assert_allclose(a @ a, expected, rtol=1e-13)
+        cpus = len(os.sched_getaffinity(0))
+        assert limit_blas_threads() == cpus and os.environ[BLAS_THREADS_ENV] == str(cpus)
