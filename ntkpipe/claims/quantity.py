@@ -1,6 +1,6 @@
 """A claim's quantity read from a study dataset (either layout, :mod:`ntkpipe.layout`): ``where`` selected,
-then every dim but ``keep`` reduced (``reduce``, else time → its last finite value, others → the mean of
-their finite values)."""
+then every dim but ``keep`` reduced, time first (each run's series to one number): by ``reduce``, else time
+→ its last finite value and others → the mean of their finite values."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def read_quantity(ds: xr.Dataset, q: QuantitySpec | float, keep: str | None = No
     if not np.issubdtype(values.dtype, np.number):
         raise ValueError(f"{q.variable!r} holds {values.dtype} values, not numbers")
     values = values.astype(float)
-    for dim in [d for d in values.dims if d != keep]:
+    for dim in sorted((d for d in values.dims if d != keep), key=lambda d: d != "time"):  # time first, per run
         how = q.reduce.get(str(dim), "final" if dim == "time" else "mean")
         values = REDUCERS[how](values, dim)
     return values.drop_vars([c for c in values.coords if c not in values.dims])

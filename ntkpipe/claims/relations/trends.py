@@ -30,7 +30,7 @@ def _steps(o, xs: list, ys: np.ndarray, slack) -> Outcome:
     """Every step of ``ys`` in ``o.direction``: the worst step (sign flipped for decreasing) against 0."""
     sign = 1 if o.direction == "increasing" else -1
     worst = float(np.min(sign * np.diff(ys))) if len(ys) > 1 else np.nan
-    allowed = 0.0 if getattr(o, "strict", False) else slack(float(np.nanmax(np.abs(ys))) if ys.size else 0.0)
+    allowed = 0.0 if getattr(o, "strict", False) else slack(float(np.max(np.abs(ys[np.isfinite(ys)]), initial=0.0)))
     holds = worst > 0 if getattr(o, "strict", False) else worst >= -allowed
     return Outcome(worst, 0.0, bool(np.isfinite(worst) and holds),
                    f"{o.direction}: {_listed(xs, ys, o.along)}; worst step {number(worst)}")
