@@ -20,18 +20,19 @@ def scalar(values, what: str = "the quantity") -> float:
 
 
 class ApproxOptions(RelationOptions):
-    """``approx``: the quantity q equals ``value`` within the tolerance, |q − value| ≤ tol (or tol·|value|
-    with relative); it needs a tolerance."""
+    """``approx``: the quantity q equals ``value`` v (a number, or another quantity) within the tolerance,
+    |q − v| ≤ tol (or tol·|v| with relative); it needs a tolerance."""
 
     kind: Literal["approx"]
     """the relation: approx"""
-    value: float
-    """the value the paper states or its theory predicts"""
+    value: float | QuantitySpec
+    """the value v the paper states or its theory predicts: a number, or a quantity ({variable, where, reduce})"""
 
 
 def approx(o: ApproxOptions, values, read, slack) -> Outcome:
-    q, allowed = scalar(values), slack(abs(o.value))
-    return Outcome(q, o.value, bool(abs(q - o.value) <= allowed), f"{number(q)} vs {number(o.value)} ± {number(allowed)}")
+    q, v = scalar(values), scalar(read(o.value), "the value")
+    allowed = slack(abs(v))
+    return Outcome(q, v, bool(abs(q - v) <= allowed), f"{number(q)} vs {number(v)} ± {number(allowed)}")
 
 
 class LessOptions(RelationOptions):
@@ -94,8 +95,10 @@ def _time_problems(o: BeforeOptions, check) -> list:
 
 
 KINDS = [
-    Relation("approx", ApproxOptions, approx, lambda o: f"≈ {number(o.value)}",
-             problems=lambda o, check: check.needs_tolerance("approx")),
+    Relation("approx", ApproxOptions, approx,
+             lambda o: f"≈ {o.value.variable if isinstance(o.value, QuantitySpec) else number(o.value)}",
+             problems=lambda o, check: check.needs_tolerance("approx") + (
+                 check.quantity(o.value, ("relation", "value")) if isinstance(o.value, QuantitySpec) else [])),
     Relation("less", LessOptions, lambda o, v, read, slack: _bound(o, v, read, slack, -1),
              lambda o: f"< {o.than.variable if isinstance(o.than, QuantitySpec) else number(o.than)}",
              problems=_quantity_problems),
