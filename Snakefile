@@ -1,5 +1,5 @@
 # ntkpipe workflow: every study in specs/ -> training, kernel and eigendecomposition jobs -> one
-# zarr dataset and figures per study. The Snakefile only wires; the work happens in ntkpipe.jobs.
+# zarr dataset, figures and checked claims per study. The Snakefile only wires; the work happens in ntkpipe.jobs.
 #
 #   snakemake --cores 2                                   all studies, default variant
 #   snakemake --cores 2 --config variant=paper            the larger variant of each study
@@ -52,4 +52,5 @@ include: "rules/final.smk"
 include: "rules/aggregate.smk"
 include: "rules/plot.smk"
 include: "rules/table.smk"
+include: "rules/claims.smk"
 include: "rules/index.smk"

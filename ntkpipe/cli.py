@@ -1,5 +1,5 @@
 """``ntkpipe`` command line: validate a spec, show its plan, say why jobs would run, summarize a
-result store, verify and clean the results directory, check figures."""
+result store, verify and clean the results directory, check figures, list the claims checked."""
 
 from __future__ import annotations
 
@@ -221,6 +221,24 @@ def cmd_check_figures(args) -> int:
     return 1 if found else 0
 
 
+def cmd_claims(args) -> int:
+    """Every claim of the studies with its verdict, failures in red; ``--evaluate``: check the specs'
+    claims against the datasets now; ``--markdown FILE``: write the fidelity table into FILE."""
+    from ntkpipe.claims.render import terminal_lines
+    from ntkpipe.claims.results import claim_rows, write_fidelity_table
+
+    rows, missing = claim_rows(args.specs, args.results, args.variant, args.studies or None, args.evaluate)
+    for line in terminal_lines(rows, color=sys.stdout.isatty()):
+        print(line)
+    for note in missing:
+        print(f"ntkpipe claims: {note}", file=sys.stderr)
+    held = sum(r["status"] == "pass" for r in rows)
+    print(f"{held} of {len(rows)} claims hold")
+    if args.markdown:
+        print(f"wrote {write_fidelity_table(args.markdown, rows)}")
+    return 1 if missing else 0
+
+
 def cmd_measurements(args) -> int:
     from ntkpipe.measure.registry import REGISTRY, measurement_text
 
@@ -312,6 +330,16 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--outdated", action="store_true", help="stores made by another ntkpipe version")
             p.add_argument("--dry-run", action="store_true", help="only list what would be removed")
         p.set_defaults(func=cmd_verify if name == "verify" else cmd_clean)
+    p = sub.add_parser("claims", help="the papers' claims of each study checked: measured, expected, pass or FAIL "
+                                      "(from the results' claims tables; --evaluate: from the datasets now)")
+    p.add_argument("studies", nargs="*", help="study names (default: every spec in --specs)")
+    p.add_argument("--specs", default="specs")
+    p.add_argument("--results", default="results")
+    p.add_argument("--variant", default="default")
+    p.add_argument("--evaluate", action="store_true", help="check the specs' claims against the study datasets now")
+    p.add_argument("--markdown", metavar="FILE", help="write the fidelity table into FILE between its markers "
+                                                      "(README.md)")
+    p.set_defaults(func=cmd_claims)
     p = sub.add_parser("measurements", help="describe measurements: formula, options, requirements, variables")
     p.add_argument("names", nargs="*", help="measurement names (default: all)")
     p.set_defaults(func=cmd_measurements)

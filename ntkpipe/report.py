@@ -48,6 +48,14 @@ def table_caption(plan: StudyPlan) -> str:
             f"({rows} row{'s' if rows != 1 else ''}).\n\n{_study_line(plan)}")
 
 
+def claims_caption(plan: StudyPlan) -> str:
+    """What the claims table holds, how many claims, and the study."""
+    n = len(plan.study.spec.claims)
+    return (f"The paper's claims ({n}) checked against the study dataset: each claim's source, quoted statement, "
+            f"regime, quantity and relation, measured and expected values, pass or FAIL, and the numbers behind "
+            f"them.\n\n{_study_line(plan)}")
+
+
 def _figure(plan: StudyPlan, name: str):
     return next(f for f in plan.study.spec.figures if f.name == name)
 
@@ -104,9 +112,10 @@ def figure_metadata(plan: StudyPlan, name: str, defects: list[str] = ()) -> dict
     return meta
 
 
-def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path) -> str:
+def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path, claims: Path | None = None) -> str:
     """The study's ``index.md``: every figure with the paper panel it reproduces, its caption and the
-    defects the checker found in it (read from its PNG), and the table with its row count."""
+    defects the checker found in it (read from its PNG), the table with its row count, and the claims
+    table's verdicts (``claims``, the CSV of :mod:`ntkpipe.jobs.claims`)."""
     from PIL import Image
 
     spec = plan.study.spec
@@ -125,4 +134,18 @@ def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path) -> str:
     lines += ["## Table", "", f"[`{Path(table).name}`]({Path(table).name}): {rows} row{'s' if rows != 1 else ''}, "
               "every scalar variable, final value of each series and every string variable, averaged over seeds "
               "per sweep point.", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + _claims_section(claims))
+
+
+def _claims_section(claims: Path | None) -> list[str]:
+    """``## Claims``: each claim's verdict with its numbers (a Markdown table), from the claims CSV."""
+    import pandas as pd
+
+    from ntkpipe.claims.render import markdown_table
+
+    if claims is None or not Path(claims).is_file():
+        return []
+    rows = pd.read_csv(claims, keep_default_na=False).to_dict("records")
+    held = sum(r["status"] == "pass" for r in rows)
+    return ["## Claims", "", f"[`{Path(claims).name}`]({Path(claims).name}): {held} of {len(rows)} hold.", "",
+            markdown_table(rows), ""]

@@ -47,16 +47,18 @@ class WorkflowIndex:
         return {**self.__dict__, "checks": {}}  # a check is valid in the invocation that made it
 
     def targets(self) -> list[str]:
-        """Every study dataset, table, figure and index, and every planned run and stage store (the default
-        target): a store that is missing, e.g. set aside as invalid, is made again and so is every
+        """Every study dataset, table, figure and index (and claims store and table, if it states claims), and
+        every planned run and stage store (the default target): a store that is missing, e.g. set aside as invalid, is made again and so is every
         job that reads it (were it only an input, Snakemake would not remake a missing store whose
         readers are up to date)."""
         out = []
         for plan in self.plans.values():
             out += [str(plan.dataset_path), str(plan.table_path), str(plan.dataset_path.parent / "index.md")]
+            out += [str(plan.claims_path), str(plan.claims_table_path)] if plan.study.spec.claims else []
             out += [str(p) for p in plan.figure_paths.values()]
         stores = {path for plan in self.plans.values() for path in planned_stores(plan)}
-        return out + sorted(str(p) for p in stores - {plan.dataset_path for plan in self.plans.values()})
+        return out + sorted(str(p) for p in stores - {q for plan in self.plans.values()
+                                                      for q in (plan.dataset_path, plan.claims_path)})
 
 
 CONFIG_KEYS = {
@@ -217,7 +219,8 @@ def merged_runs(jobs: list[RunJob]) -> dict[str, RunJob]:
 def written_directories(index: WorkflowIndex) -> set[Path]:
     """Every directory the jobs of ``index`` write into (stores, figures, logs, the JAX cache)."""
     logs = index.results / "logs"
-    dirs = {jax_cache_dir(index.results), logs / "train", logs / "aggregate", logs / "table", logs / "index"}
+    dirs = {jax_cache_dir(index.results), logs / "train", logs / "aggregate", logs / "table", logs / "index",
+            logs / "claims"}
     dirs |= {job.path.parent for job in index.runs.values()}
     dirs |= {d for job in index.finals.values() for d in (job.path.parent, logs / "finals")}
     dirs |= {d for job in index.stages.values() for d in (job.path.parent, logs / "stages" / job.compute)}

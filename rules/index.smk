@@ -1,5 +1,5 @@
 # One index.md per study: every figure with its paper panel, caption and checker defects (read from the
-# PNGs' metadata), and the table with its row count; linked from the report.
+# PNGs' metadata), the table with its row count and the claims with their verdicts; linked from the report.
 import ntkpipe.jobs
 
 
@@ -7,6 +7,7 @@ rule index:
     input:
         figures=lambda wc: [str(p) for p in INDEX.plans[wc.tag].figure_paths.values()],
         table=lambda wc: str(INDEX.plans[wc.tag].table_path),
+        claims=lambda wc: [str(INDEX.plans[wc.tag].claims_table_path)] if INDEX.plans[wc.tag].study.spec.claims else [],
     output:
         report(f"{RESULTS}/{{tag}}/index.md", caption="../report/caption.rst", category="{tag}",
                subcategory="index", labels={"item": "index"}),
@@ -14,7 +15,7 @@ rule index:
         f"{RESULTS}/logs/index/{{tag}}.log",
     params:
         caption=lambda wc: f"Index of study {wc.tag}: every figure with the paper panel it reproduces, its caption "
-                           "and any checker defects, and the table with its row count.",
+                           "and any checker defects, the table with its row count, and the paper's claims checked.",
     resources:
         mem_mb=1024,
     run:

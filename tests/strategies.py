@@ -8,7 +8,7 @@ where a run names it: :data:`~ntkpipe.stages.inputs.REFERENCES`), the sweep axes
 :data:`~ntkpipe.lang.axes.AXES` and the measurements of :data:`~ntkpipe.measure.REGISTRY` with
 their ``unmet`` requirements, ``depends_on`` and declared options. A newly registered measurement,
 option, activation, optimizer, loss or axis is generated without editing this file; a new source,
-architecture, stage or figure kind needs a builder below (``test_builders_cover_the_registries``
+architecture, stage, figure kind or claim relation needs a builder below (``test_builders_cover_the_registries``
 fails until it has one). A data source is drawn from its record (:data:`ntkpipe.data.sources.SOURCES`):
 the sources below have builders that vary their options; any other is drawn from its ``example``.
 
@@ -39,7 +39,7 @@ from ntkpipe.errors import SpecError
 from ntkpipe.lang import model_kinds, schema
 from ntkpipe.lang.axes import AXES, models_in
 from ntkpipe.lang.paths import get_path, set_path
-from ntkpipe.measure.registry import REGISTRY, Measurement
+from ntkpipe.measure.registry import REGISTRY, TIME_UNITS, Measurement
 from ntkpipe.stages import STAGES
 from ntkpipe.stages.inputs import REFERENCES
 from ntkpipe.study.load import Study, load_study
@@ -565,6 +565,94 @@ def _summaries(draw, measure: list, axes: list[str], numeric: list[str], has_sca
     return out
 
 
+def _claim_number(draw, variables, study, time: bool = False):
+    """A quantity of one number: a scalar or series variable (a time, with ``time``), seeds and axes reduced."""
+    names = [v.name for v in variables.values() if _kind(v) in ("scalar", "series")
+             and (not time or v.units == TIME_UNITS)]
+    if not names:
+        return None
+    q = {"variable": draw(st.sampled_from(names))}
+    if study.axes and draw(st.booleans()):
+        q["reduce"] = {draw(st.sampled_from(study.axes)): draw(st.sampled_from(["mean", "median", "min", "max"]))}
+    return q
+
+
+def _claim_along(draw, variables, study, numeric: bool):
+    """A quantity read along a sweep axis (numeric: with more than one number)."""
+    axes = [a for a in study.axes if len({p[a] for p in study.points}) > 1 and (
+        not numeric or all(isinstance(p[a], (int, float)) and not isinstance(p[a], bool) for p in study.points))]
+    q = _claim_number(draw, variables, study)
+    if not axes or q is None:
+        return None
+    along = draw(st.sampled_from(axes))
+    q.get("reduce", {}).pop(along, None)
+    return along, q
+
+
+def _claim_bound(kind: str):
+    def build(draw, variables, study):
+        q = _claim_number(draw, variables, study)
+        if q is None:
+            return None
+        than = draw(st.floats(-10, 10)) if draw(st.booleans()) else {"variable": q["variable"]}
+        return q, {"kind": kind, "than": than}
+    return build
+
+
+def _claim_approx(draw, variables, study):
+    q = _claim_number(draw, variables, study)
+    return None if q is None else (q, {"kind": "approx", "value": draw(st.floats(-10, 10))})
+
+
+def _claim_before(draw, variables, study):
+    q, later = _claim_number(draw, variables, study, time=True), _claim_number(draw, variables, study, time=True)
+    return None if q is None or later is None else (q, {"kind": "before", "than": later,
+                                                        "factor": draw(st.sampled_from([1, 2.5]))})
+
+
+def _claim_monotone(draw, variables, study):
+    found = _claim_along(draw, variables, study, numeric=True)
+    return None if found is None else (found[1], {"kind": "monotone", "along": found[0],
+                                                  "direction": draw(st.sampled_from(["increasing", "decreasing"]))})
+
+
+def _claim_spearman(draw, variables, study):
+    found = _claim_along(draw, variables, study, numeric=True)
+    return None if found is None else (found[1], {"kind": "spearman", "along": found[0],
+                                                  "sign": draw(st.sampled_from(["positive", "negative"]))})
+
+
+def _claim_ordering(draw, variables, study):
+    found = _claim_along(draw, variables, study, numeric=False)
+    if found is None:
+        return None
+    values = list(dict.fromkeys(p[found[0]] for p in study.points))
+    return found[1], {"kind": "ordering", "along": found[0], "order": draw(st.permutations(values))}
+
+
+CLAIM_BUILDERS = {"approx": _claim_approx, "less": _claim_bound("less"), "greater": _claim_bound("greater"),
+                  "before": _claim_before, "monotone": _claim_monotone, "spearman": _claim_spearman,
+                  "ordering": _claim_ordering}
+"""Relation kind → a builder of (quantity, relation) from the study's variables, or None if it has none to claim."""
+
+
+def _claims(draw, measure: list, study: Study) -> list[dict]:
+    """A claim of each relation kind that the study's variables allow, half the time."""
+    variables = _variables(measure)
+    out = []
+    for kind in sorted(CLAIM_BUILDERS):
+        found = CLAIM_BUILDERS[kind](draw, variables, study) if draw(st.booleans()) else None
+        if found is None:
+            continue
+        claim = {"name": f"{kind}_claim", "source": "generated Fig. 1", "statement": f"a generated {kind} claim",
+                 "regime": "any", "quantity": found[0], "relation": found[1]}
+        if kind in ("approx", "less", "greater") or (kind == "monotone" and draw(st.booleans())):
+            claim["tolerance"] = {"value": draw(st.floats(0, 1)), "relative": draw(st.booleans()),
+                                  "reason": "generated"}
+        out.append(claim)
+    return out
+
+
 # ------------------------------------------------------------------ the study
 
 
@@ -643,9 +731,10 @@ def valid_studies(draw, directory: Path, data_dirs: dict[str, str] | None = None
     has_scaling = "scaling" in spec
     numeric = [a for a in axes if all(isinstance(p[a], (int, float)) and not isinstance(p[a], bool)
                                       for p in study.points) and len({p[a] for p in study.points}) > 1]
+    swept = study
     for _ in range(TRIES):
         extra = {"summaries": _summaries(draw, spec["measure"], axes, numeric, has_scaling),
-                 "figures": _figures(draw, spec["measure"], axes, numeric)}
+                 "figures": _figures(draw, spec["measure"], axes, numeric), "claims": _claims(draw, spec["measure"], swept)}
         extra = {k: v for k, v in extra.items() if v}
         study = _runs({**spec, **extra}, directory, name)
         if study is not None and semantically_sound(study):

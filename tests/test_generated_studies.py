@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from ntkpipe.claims.relations import RELATIONS
 from ntkpipe.data import files
 from ntkpipe.layout import open_dataset
 from ntkpipe.measure.registry import REGISTRY, variable_attrs
@@ -37,6 +38,7 @@ from tests.conftest import REPO
 from tests.strategies import (
     ARCHITECTURE_BUILDERS,
     ARCHITECTURES,
+    CLAIM_BUILDERS,
     DATA_BUILDERS,
     FIGURE_BUILDERS,
     FIGURE_KINDS,
@@ -224,8 +226,10 @@ def test_generated_studies_run_end_to_end(data, fake_data, tmp_path_factory):
 
 
 def test_builders_cover_the_registries():
-    """A source, architecture, stage or figure kind the language gains needs a builder in tests/strategies.py."""
+    """A source, architecture, stage, figure kind or claim relation the language gains needs a builder in
+    tests/strategies.py."""
     assert set(DATA_BUILDERS) == set(SOURCES)
+    assert set(CLAIM_BUILDERS) == set(RELATIONS)
     assert set(FIGURE_BUILDERS) == set(FIGURE_KINDS)
     assert set(STAGE_MODELS) == set(STAGES)
     assert set(ARCHITECTURE_BUILDERS) == set(ARCHITECTURES)

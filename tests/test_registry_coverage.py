@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ntkpipe.claims.relations import RELATIONS
 from ntkpipe.lang.schema import (
     ARCHITECTURE_SPECS,
     MODEL_KINDS,
@@ -57,6 +58,7 @@ def registered() -> dict[str, set[str]]:
         "optimizer": _literal(OptimizerSpec, "name"),
         "loss": set(LOSSES) | _literal(TrainSpec, "loss"),
         "summary": set(SUMMARY_KINDS),
+        "relation": set(RELATIONS),
         "figure": set(PLOTTERS).union(*(_literal(model, "kind") for model in figure_models)),
     }
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ntkpipe.jobs.aggregate import aggregate_study
+    from ntkpipe.jobs.claims import study_claims
     from ntkpipe.jobs.final_measurements import final_run
     from ntkpipe.jobs.index import study_index_file
     from ntkpipe.jobs.log import logged
@@ -21,10 +22,10 @@ if TYPE_CHECKING:
 
 _HOME = {"aggregate_study": "ntkpipe.jobs.aggregate", "final_run": "ntkpipe.jobs.final_measurements",
          "study_index_file": "ntkpipe.jobs.index", "logged": "ntkpipe.jobs.log",
-         "plot_figure": "ntkpipe.jobs.plot", "study_table": "ntkpipe.jobs.table", "train_pack": "ntkpipe.jobs.pack_training",
+         "plot_figure": "ntkpipe.jobs.plot", "study_claims": "ntkpipe.jobs.claims", "study_table": "ntkpipe.jobs.table", "train_pack": "ntkpipe.jobs.pack_training",
          "train_run": "ntkpipe.jobs.training", "run_stage": "ntkpipe.stages"}
 
-__all__ = ["aggregate_study", "final_run", "logged", "plot_figure", "run_stage", "study_index_file", "study_table", "train_pack",
+__all__ = ["aggregate_study", "final_run", "logged", "plot_figure", "run_stage", "study_claims", "study_index_file", "study_table", "train_pack",
            "train_run"]
 
 

@@ -1,5 +1,5 @@
 """The study index job: ``results/<study>/index.md``, every figure with its paper panel, caption and
-defects, and the table with its row count (:func:`ntkpipe.report.study_index`)."""
+defects, the table with its row count, and the claims checked (:func:`ntkpipe.report.study_index`)."""
 
 from __future__ import annotations
 
@@ -13,5 +13,6 @@ def study_index_file(plan: StudyPlan, out: str | Path) -> Path:
     from ntkpipe.report import study_index
 
     out = Path(out)
-    out.write_text(study_index(plan, plan.figure_paths, plan.table_path))
+    claims = plan.claims_table_path if plan.study.spec.claims else None
+    out.write_text(study_index(plan, plan.figure_paths, plan.table_path, claims))
     return out

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapt
 from pydantic.fields import FieldInfo
 
 from ntkpipe.activations import Activation
+from ntkpipe.claims.record import QuantitySpec, ToleranceSpec
+from ntkpipe.claims.relations import RelationSpec
 from ntkpipe.data.sources import SOURCES
 from ntkpipe.lang.model_kinds import MODEL_KINDS, kinds_with
 from ntkpipe.strict import CrossKeyError, Ints, Strict, axis, units
@@ -807,6 +809,33 @@ class ScalingSpec(Strict):
     """{parameter (its sweep-axis name): a}: p(d) = p₀·(d/d₀)^a; a list of powers for a list parameter (solvable-model Sec. 3, Table 1)"""
 
 
+CLAIM_NAME = r"^[a-z][a-z0-9_]*$"
+
+
+class ClaimSpec(Strict):
+    """What the paper says about a number of the study, checked against the study dataset once its runs
+    are merged: the ``quantity`` (a variable with a selection and reductions) stands in the ``relation``
+    (approx, less, greater, before, monotone, spearman, ordering; ``ntkpipe explain claims.relation``)
+    within the ``tolerance``. Its verdict is stored as claim_<name>_measured, claim_<name>_expected and
+    claim_<name>_pass in results/<study>/<study>_claims.zarr and its table; a failing claim is
+    reported, never an error. Claims enter no run id: editing one reruns only the claims job."""
+
+    name: str = Field(pattern=CLAIM_NAME)
+    """the claim's name (lower case, digits, underscores): its variables are claim_<name>_*"""
+    source: str = Field(min_length=1)
+    """the paper and figure, equation or section, e.g. 'Silent alignment Fig. 3'"""
+    statement: str = Field(min_length=1)
+    """the paper's statement, quoted (or the derivation's, for a counter-claim)"""
+    regime: str = Field(min_length=1)
+    """where the claim applies, e.g. 'small σ', 'gradient flow', 'default size'"""
+    quantity: QuantitySpec
+    """the number the claim is about: {variable, where, reduce}"""
+    relation: RelationSpec
+    """what the quantity satisfies: {kind: approx | less | greater | before | monotone | spearman | ordering, …}"""
+    tolerance: ToleranceSpec | None = None
+    """how far it may miss, with the reason: {value, relative, reason} (none: exact)"""
+
+
 class StudySpec(Strict):
     """A study before sweep expansion (after merging the chosen variant); its name is the file stem."""
 
@@ -832,6 +861,8 @@ class StudySpec(Strict):
     """study-level variables computed from the runs: fitted exponents, endpoint tables, phases"""
     figures: list[FigureSpec] = []
     """the figures drawn from the study dataset"""
+    claims: list[ClaimSpec] = Field([], exclude_if=lambda v: not v)
+    """what the papers say about the study's numbers, each checked against the study dataset (ntkpipe claims)"""
     variants: dict[str, dict[str, Any]] = {}
     """named overrides of this spec (mappings merge key by key, a list or a sweep is replaced), e.g. paper; run with --config variant=NAME"""
 

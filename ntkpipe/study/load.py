@@ -30,6 +30,7 @@ from ntkpipe.lang.sweep import (
 )
 from ntkpipe.lang.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
 from ntkpipe.study import checks, messages
+from ntkpipe.study.claim_checks import claim_problems
 from ntkpipe.study.size import run_count, run_limit, too_many_runs
 
 DEFAULT_VARIANT = "default"
@@ -116,6 +117,7 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, max_runs: int |
             problems.append(f"{where(('sweep',))}: {err}")
             valid_points = None
     problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings, data_files)]
+    problems += [f"{where(key_path)}: {msg}" for key_path, msg in claim_problems(spec, valid_points)]
     if memory_limit is not None and not problems and valid_points is not None:
         problems += [f"{where(key_path)}: {msg}"
                      for key_path, msg in checks.memory_problems(runs, valid_points, memory_limit)]

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from ntkpipe.claims.relations import RELATIONS
 from ntkpipe.data.sources import SOURCES
 from ntkpipe.lang import sweep
 from ntkpipe.lang.axes import AXES
@@ -44,7 +45,7 @@ PAPERS = {"silent-alignment": "docs/papers.md §3", "silent alignment": "docs/pa
 CITATION = re.compile(r"(silent[- ]alignment|kernel[- ]alignment(?:-theory)?|linearized[- ]networks|solvable[- ]model)"
                       r"((?:[ ,]+(?:Sec|Eq|Fig|Figs|App|Table|Theorem|Cor|Corollary)s?\.?\s*[\w.–-]+)*)", re.I)
 SECTIONS = ("description", "seed", "data", "model", "train", "measure", "stages", "sweep", "scaling", "summaries",
-            "figures", "variants")
+            "figures", "claims", "variants")
 
 
 @dataclass(frozen=True)
@@ -454,6 +455,31 @@ def _figure_entries(defs: dict, root: dict) -> list[Entry]:
     return out + _list_kind_entries("figures", "kind", kinds, defs, "figure kind")
 
 
+def _claim_entries(defs: dict, root: dict) -> list[Entry]:
+    """The claims section, a claim's keys (its quantity's and tolerance's), and each relation kind with its keys."""
+    claim = defs["ClaimSpec"]
+    out = [Entry("claims", "section", root["properties"]["claims"]["description"], "list", "[]",
+                 example=_example(("claims",), {}, defs), details=(inspect.cleandoc(claim["description"]),))]
+    own = {**claim, "properties": {k: v for k, v in claim["properties"].items() if k != "relation"}}
+    out += _field_entries("claims", own, defs, "key")
+    relation = claim["properties"]["relation"]
+    out.append(Entry("claims.relation", "key", relation.get("description", ""), "mapping (a relation)", "required",
+                     allowed_text({"anyOf": [{"const": k} for k in RELATIONS]}, defs),
+                     example=_example(("claims",), {}, defs)))
+    for kind, record in RELATIONS.items():
+        node = defs[record.options.__name__]
+        uses = [(item, where) for name, spec in shipped_specs().items() for where, mapping in _places(name, spec)
+                for item in mapping.get("claims") or [] if (item.get("relation") or {}).get("kind") == kind]
+        example = (_snippet(("claims",), [uses[0][0]], uses[0][1]) if uses else
+                   _snippet(("claims", "relation"), {"kind": kind}, "not used by a shipped study"))
+        out.append(Entry(f"claims.relation.{kind}", "claim relation", inspect.cleandoc(record.options.__doc__ or ""),
+                         example=example))
+        out += [Entry(e.key, e.what, e.meaning, e.type, e.default, e.allowed, e.units,
+                      _snippet(("claims", "relation"), {"kind": kind}, ""))
+                for e in _field_entries(f"claims.relation.{kind}", node, defs, "key", kind)]
+    return out
+
+
 def _sweep_entries(defs: dict, root: dict) -> list[Entry]:
     node = defs["SweepNode"]
     depth_scaling = shipped_specs()["depth_scaling"]["sweep"]
@@ -531,6 +557,8 @@ def entries() -> dict[str, Entry]:
             out += _summary_entries(defs, root)
         elif section == "figures":
             out += _figure_entries(defs, root)
+        elif section == "claims":
+            out += _claim_entries(defs, root)
         elif section == "variants":
             found = next(((v, f"specs/{n}.yaml") for n, s in shipped_specs().items() if (v := s.get("variants"))), None)
             out.append(Entry("variants", "section", node["description"], type_text(node, defs), "{}",
