@@ -119,6 +119,7 @@ def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path, claims: 
     from PIL import Image
 
     spec = plan.study.spec
+    verdicts = _claim_verdicts(claims)
     lines = [f"# {plan.tag}", "", f"{' '.join((spec.description or '').split())}", "",
              f"Spec: `{plan.study.path.name}`. {len(plan.study.points)} runs.", "", "## Figures", ""]
     for name, path in figures.items():
@@ -128,6 +129,7 @@ def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path, claims: 
         if f.reproduces:
             lines += [f"Reproduces: {f.reproduces}.", ""]
         lines += [figure_text(plan, name), ""]
+        lines += _figure_claims(plan, name, verdicts)
         if warning := meta.get("Warning"):
             lines += ["Defects found by the figure checker:", ""] + [f"- {d}" for d in warning.splitlines()] + [""]
     rows = len(Path(table).read_text().splitlines()) - 1 if Path(table).is_file() else table_rows(plan)
@@ -135,6 +137,31 @@ def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path, claims: 
               "every scalar variable, final value of each series and every string variable, averaged over seeds "
               "per sweep point.", ""]
     return "\n".join(lines + _claims_section(claims))
+
+
+def _claim_verdicts(claims: Path | None) -> dict[str, dict]:
+    """Claim name → its row of the claims CSV (empty without one)."""
+    import pandas as pd
+
+    if claims is None or not Path(claims).is_file():
+        return {}
+    return {r["claim"]: r for r in pd.read_csv(claims, keep_default_na=False).to_dict("records")}
+
+
+def _figure_claims(plan: StudyPlan, figure: str, verdicts: dict[str, dict]) -> list[str]:
+    """``Claims shown:`` the claims naming ``figure`` (``claims[].figures``), each with its status and numbers
+    from the claims CSV (``not checked yet`` without one)."""
+    shown = [c for c in plan.study.spec.claims if figure in c.figures]
+    if not shown:
+        return []
+    out = ["Claims shown:", ""]
+    for c in shown:
+        row = verdicts.get(c.name)
+        status = "not checked yet" if row is None else ("✅ pass" if row["status"] == "pass" else "❌ FAIL")
+        detail = "" if row is None else f": {row['detail']}"
+        quote = " ".join(c.statement.split())
+        out.append(f"- {status} `{c.name}` ({c.source}; {c.regime}) — “{quote}”{detail}")
+    return out + [""]
 
 
 def _claims_section(claims: Path | None) -> list[str]:

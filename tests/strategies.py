@@ -636,8 +636,9 @@ CLAIM_BUILDERS = {"approx": _claim_approx, "less": _claim_bound("less"), "greate
 """Relation kind → a builder of (quantity, relation) from the study's variables, or None if it has none to claim."""
 
 
-def _claims(draw, measure: list, study: Study) -> list[dict]:
-    """A claim of each relation kind that the study's variables allow, half the time."""
+def _claims(draw, measure: list, study: Study, figures: list[str]) -> list[dict]:
+    """A claim of each relation kind that the study's variables allow, half the time, naming some of the
+    study's ``figures`` (claims[].figures)."""
     variables = _variables(measure)
     out = []
     for kind in sorted(CLAIM_BUILDERS):
@@ -649,6 +650,8 @@ def _claims(draw, measure: list, study: Study) -> list[dict]:
         if kind in ("approx", "less", "greater") or (kind == "monotone" and draw(st.booleans())):
             claim["tolerance"] = {"value": draw(st.floats(0, 1)), "relative": draw(st.booleans()),
                                   "reason": "generated"}
+        if figures and draw(st.booleans()):
+            claim["figures"] = draw(st.lists(st.sampled_from(figures), min_size=1, max_size=2, unique=True))
         out.append(claim)
     return out
 
@@ -733,8 +736,9 @@ def valid_studies(draw, directory: Path, data_dirs: dict[str, str] | None = None
                                       for p in study.points) and len({p[a] for p in study.points}) > 1]
     swept = study
     for _ in range(TRIES):
-        extra = {"summaries": _summaries(draw, spec["measure"], axes, numeric, has_scaling),
-                 "figures": _figures(draw, spec["measure"], axes, numeric), "claims": _claims(draw, spec["measure"], swept)}
+        figures = _figures(draw, spec["measure"], axes, numeric)
+        extra = {"summaries": _summaries(draw, spec["measure"], axes, numeric, has_scaling), "figures": figures,
+                 "claims": _claims(draw, spec["measure"], swept, [f["name"] for f in figures])}
         extra = {k: v for k, v in extra.items() if v}
         study = _runs({**spec, **extra}, directory, name)
         if study is not None and semantically_sound(study):

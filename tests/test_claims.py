@@ -15,9 +15,10 @@ from ntkpipe.cli import main
 from ntkpipe.errors import SpecError
 from ntkpipe.lang.schema import ClaimSpec
 from ntkpipe.layout import RUN, index_runs
-from ntkpipe.study.load import load_study
+from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
-from tests.conftest import run_snakemake
+from ntkpipe.workflow import spec_files
+from tests.conftest import REPO, run_snakemake
 
 TIMES = [0.0, 1.0, 2.0]
 
@@ -176,6 +177,7 @@ claims:
     regime: small σ
     quantity: {variable: t_half}
     relation: {kind: monotone, along: sigma, direction: decreasing}
+    figures: [t_half]
   - name: theory_holds
     source: Silent alignment Eq. 5
     statement: "t½ ≈ its theory"
@@ -242,6 +244,9 @@ def test_the_shipped_form_validates(tmp_path):
     ("relation: {kind: monotone, along: sigma, direction: decreasing}",
      "relation: {kind: ordering, along: sigma, order: [0.1, 0.25]}", "claims.0.relation.order: 0.25 not among"),
     ("variable: t_half_exponent}", "variable: t_half_exponent_stderr, where: {sigma: 0.1}}", ""),
+    ("figures: [t_half]", "figures: [t_halff]",
+     "claims.0.figures.0: figure 't_halff' is not a figure of this study (did you mean 't_half'?); choose one of t_half"),
+    ("figures: [t_half]", "figures: [t_half, t_half]", "claims.0.figures.1: figure 't_half' is named twice"),
 ])
 def test_a_claim_about_what_the_study_does_not_produce_is_a_spec_error(tmp_path, old, new, expected):
     assert old in STUDY
@@ -286,6 +291,10 @@ def test_the_workflow_stores_tabulates_and_indexes_the_claims(workdir, first_run
     assert len(table.splitlines()) == 5
     index = (workdir / "results/tiny/index.md").read_text()
     assert "## Claims" in index and "| tiny | alignment_first | Silent alignment Sec. 3 |" in index
+    shown = index.split("### t_half", 1)[1].split("##", 1)[0]  # the figure's section lists the claim naming it
+    assert "Claims shown:" in shown and "`t_half_falls` (Silent alignment Eq. 5; small σ)" in shown
+    assert ("✅ pass" if bool(ds["claim_t_half_falls_pass"]) else "❌ FAIL") in shown
+    assert "t_half_falls" in table.splitlines()[1] and table.splitlines()[1].endswith(",t_half")
 
 
 @pytest.mark.workflow
@@ -312,3 +321,19 @@ def test_editing_a_claim_reruns_only_the_claims_job(workdir, first_run):
                                       "results/tiny/tiny_claims.zarr"]
     ds = xr.open_zarr(workdir / "results/tiny/tiny_claims.zarr")
     assert not bool(ds["claim_steep_pass"]) and float(ds["claim_steep_expected"]) == 100
+
+
+# ------------------------------------------------------------------ the shipped studies
+
+
+@pytest.mark.parametrize("path", spec_files(REPO / "specs"), ids=lambda p: p.stem)
+def test_every_figure_of_a_shipped_study_shows_a_claim(path):
+    """Issue 26's done-when: at least one claim for each figure; every claim names the figures it is read
+    from, in every variant."""
+    for variant in variant_names(path):
+        spec = load_study(path, variant, data_files=False).spec
+        unnamed = [c.name for c in spec.claims if not c.figures]
+        assert not unnamed, f"{path.name} ({variant}): claims naming no figure: {unnamed}"
+        shown = {f for c in spec.claims for f in c.figures}
+        bare = [f.name for f in spec.figures if f.name not in shown]
+        assert not bare, f"{path.name} ({variant}): figures without a claim: {bare}"

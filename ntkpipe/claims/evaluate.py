@@ -16,13 +16,14 @@ from ntkpipe.claims.record import Outcome
 from ntkpipe.claims.relations import RELATIONS
 
 COLUMNS = ["study", "claim", "source", "statement", "regime", "quantity", "relation", "measured", "expected",
-           "status", "detail", "tolerance"]
+           "status", "detail", "tolerance", "figures"]
 """The claims table's columns."""
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One claim's row: what it says, and measured, expected, status (pass or FAIL) and detail."""
+    """One claim's row: what it says, and measured, expected, status (pass or FAIL) and detail; the
+    figures that show it (comma-separated names)."""
 
     study: str
     claim: str
@@ -36,6 +37,7 @@ class Verdict:
     status: str
     detail: str
     tolerance: str
+    figures: str = ""
 
 
 def quantity_text(q) -> str:
@@ -69,7 +71,8 @@ def verdicts(study_tag: str, claims: list, ds: xr.Dataset) -> list[Verdict]:
                                              f"{c.tolerance.reason}")
         out.append(Verdict(study_tag, c.name, c.source, " ".join(c.statement.split()), c.regime,
                            quantity_text(c.quantity), RELATIONS[c.relation.kind].text(c.relation), o.measured,
-                           o.expected, "pass" if o.passed else "FAIL", o.detail, tol))
+                           o.expected, "pass" if o.passed else "FAIL", o.detail, tol,
+                           ", ".join(c.figures)))
     return out
 
 

@@ -834,6 +834,8 @@ class ClaimSpec(Strict):
     """what the quantity satisfies: {kind: approx | less | greater | before | monotone | spearman | ordering, …}"""
     tolerance: ToleranceSpec | None = None
     """how far it may miss, with the reason: {value, relative, reason} (none: exact)"""
+    figures: list[str] = Field([], exclude_if=lambda v: not v)
+    """the study's figures that show the quantity (names under figures:); index.md lists the claim under each"""
 
 
 class StudySpec(Strict):

@@ -106,15 +106,31 @@ class ClaimCheck:
         return sorted({str(v) for v in self.values(axis) or [] if not isinstance(v, (int, float))})
 
 
+def figure_problems(claim, figures: list[str], where: tuple) -> list[Problem]:
+    """Each of the claim's ``figures`` is a figure of the study, named once."""
+    out: list[Problem] = []
+    for j, name in enumerate(claim.figures):
+        key = where + ("figures", j)
+        if name not in figures:
+            out.append((key, f"figure {name!r} is not a figure of this study{suggest(name, figures)}; choose one of "
+                             f"{', '.join(figures) or '(none: add it under figures:)'}"))
+        elif claim.figures.index(name) != j:
+            out.append((key, f"figure {name!r} is named twice; name it once"))
+    return out
+
+
 def claim_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem]:
-    """Names are unique; each claim's quantity and relation pass :class:`ClaimCheck`."""
+    """Names are unique; each claim names figures of the study; its quantity and relation pass
+    :class:`ClaimCheck`."""
     variables = dataset_variables(spec)
     names = [c.name for c in spec.claims]
+    figures = [f.name for f in spec.figures]
     out: list[Problem] = []
     for i, claim in enumerate(spec.claims):
         where = ("claims", i)
         if names.count(claim.name) > 1:
             out.append((where + ("name",), f"claim name {claim.name!r} is used twice"))
+        out += figure_problems(claim, figures, where)
         check = ClaimCheck(claim, variables, points, where)
         relation = RELATIONS[claim.relation.kind]
         found = check.quantity(claim.quantity, ("quantity",), relation.along(claim.relation))
