@@ -3,7 +3,7 @@ the language accepts and the networks apply."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import jax
 import jax.numpy as jnp
@@ -14,4 +14,7 @@ ACTIVATIONS = {
     "tanh": jnp.tanh,
     "gelu": lambda z: jax.nn.gelu(z, approximate=False),
 }
-Activation = Literal[tuple(ACTIVATIONS)]
+if TYPE_CHECKING:  # the names of ACTIVATIONS: a str to the type checker
+    Activation = str
+else:
+    Activation = Literal[tuple(ACTIVATIONS)]

@@ -15,6 +15,7 @@ summaries use: ``sub_grid(ds, {"depth": 3})`` is the grid of the remaining axes 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,8 @@ def is_full_grid(axes: list[str], points: list[dict]) -> bool:
 
 def run_axes(ds: xr.Dataset) -> list[str]:
     """The axes of a runs-layout dataset: its coordinates along ``run`` (none for the grid layout)."""
-    return [name for name, c in ds.coords.items() if c.dims == (RUN,) and name != RUN]
+    axes = [name for name, c in ds.coords.items() if c.dims == (RUN,) and name != RUN]
+    return cast("list[str]", axes)  # ntkpipe names its coordinates by str
 
 
 def _plain(ds: xr.Dataset) -> xr.Dataset:

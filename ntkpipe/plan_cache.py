@@ -23,6 +23,7 @@ import pickle
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +44,7 @@ class PlanEntry:
     the specs to validate again on every use (local data files), the index and the run stores'
     states it was planned with."""
 
-    studies: dict[str, object]
+    studies: Mapping[str, object]
     revalidate: list[str]
     index: object
     states: dict[str, tuple | None]

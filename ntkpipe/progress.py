@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 from tqdm import tqdm
 
@@ -18,6 +19,7 @@ BAR_FORMAT = "{desc} {percentage:3.0f}% {n}/{total} steps{postfix} [eta {remaini
 
 class _Bar(tqdm):
     monitor_interval = 0  # no monitor thread: jobs may run in threads of one Snakemake process
+    _time: Callable[[], float]  # the clock tqdm reads (set in its __init__, undeclared in its annotations)
 
 
 class _Lines:

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from ntkpipe.lang.titles import figure_title
 from ntkpipe.study.plan import StudyPlan
+
+if TYPE_CHECKING:
+    from ntkpipe.lang.schema import FigureSpec
 
 RST_SPECIAL = re.compile(r"([\\`*_|<>\[\]])")
 
@@ -56,36 +61,44 @@ def claims_caption(plan: StudyPlan) -> str:
             f"them.\n\n{_study_line(plan)}")
 
 
-def _figure(plan: StudyPlan, name: str):
+def _figure(plan: StudyPlan, name: str) -> FigureSpec:
     return next(f for f in plan.study.spec.figures if f.name == name)
+
+
+def _drawn(f: FigureSpec) -> str:
+    """What figure ``f`` draws against what, by its kind (the caption's first sentence)."""
+    from ntkpipe.labels import axis_label, variable_label
+
+    if f.kind == "sweep":
+        return (f"{', '.join(variable_label(y) for y in f.plotted())} against {axis_label(f.x)}"
+                + (f", one line per {axis_label(f.hue)}" if f.hue else "")
+                + " (mean ± sd band over the other axes, dots for single runs)"
+                + (f"; the {f.fit.replace('_', ' ')} fitted to each line is drawn thin" if f.fit else ""))
+    if f.kind == "time_series":
+        return (f"{', '.join(variable_label(v) for v in f.variables)} against time"
+                + (f", one line per {axis_label(f.hue)}" if f.hue else "")
+                + (f", one column per {axis_label(f.col)}" if f.col else "")
+                + " (mean ± sd band over the averaged axes; values at t = 0 at the left edge)")
+    if f.kind == "scatter":
+        return (f"{', '.join(variable_label(y) for y in f.y)} against {variable_label(f.x)}"
+                + (f", one panel per {axis_label(f.col)}" if f.col else "") + ", with y = x")
+    if f.kind == "images":
+        return (f"the first {f.count} images of {variable_label(f.variable)}"
+                + (f", one row per {axis_label(f.rows)}" if f.rows else "")
+                + (" and their Fourier magnitudes" if f.fourier else ""))
+    if f.kind == "matrix":
+        return (f"{variable_label(f.variable)} as a heat map, averaged over seeds"
+                + (f", one panel per {axis_label(f.col)}" if f.col else ""))
+    raise KeyError(f.kind)
 
 
 def figure_text(plan: StudyPlan, name: str) -> str:
     """A one-paragraph caption of figure ``name`` from its spec: what is drawn against what, one
     line per what, over how many runs and seeds, what is dashed."""
-    from ntkpipe.labels import axis_label, variable_label
-
     f = _figure(plan, name)
     runs = len(plan.study.points)
     seeds = len({p.get("seed") for p in plan.study.points}) if "seed" in plan.study.axes else 1
-    parts = {
-        "sweep": lambda: (f"{', '.join(variable_label(y) for y in f.plotted())} against {axis_label(f.x)}"
-                          + (f", one line per {axis_label(f.hue)}" if f.hue else "")
-                          + " (mean ± sd band over the other axes, dots for single runs)"
-                          + (f"; the {f.fit.replace('_', ' ')} fitted to each line is drawn thin" if f.fit else "")),
-        "time_series": lambda: (f"{', '.join(variable_label(v) for v in f.variables)} against time"
-                                + (f", one line per {axis_label(f.hue)}" if f.hue else "")
-                                + (f", one column per {axis_label(f.col)}" if f.col else "")
-                                + " (mean ± sd band over the averaged axes; values at t = 0 at the left edge)"),
-        "scatter": lambda: (f"{', '.join(variable_label(y) for y in f.y)} against {variable_label(f.x)}"
-                            + (f", one panel per {axis_label(f.col)}" if f.col else "") + ", with y = x"),
-        "images": lambda: f"the first {f.count} images of {variable_label(f.variable)}"
-                          + (f", one row per {axis_label(f.rows)}" if f.rows else "")
-                          + (" and their Fourier magnitudes" if f.fourier else ""),
-        "matrix": lambda: f"{variable_label(f.variable)} as a heat map, averaged over seeds"
-                          + (f", one panel per {axis_label(f.col)}" if f.col else ""),
-    }
-    text = parts[f.kind]()
+    text = _drawn(f)
     text = text[0].upper() + text[1:]
     theory = getattr(f, "theory", None)
     dashed = " Dashed: theory." if theory else ""
@@ -94,7 +107,7 @@ def figure_text(plan: StudyPlan, name: str) -> str:
             + (f", {seeds} seeds per point" if seeds > 1 else "") + ".")
 
 
-def figure_metadata(plan: StudyPlan, name: str, defects: list[str] = ()) -> dict[str, str]:
+def figure_metadata(plan: StudyPlan, name: str, defects: Sequence[str] = ()) -> dict[str, str]:
     """The PNG text of figure ``name``: ``Title``, ``Description`` (the paper panel and caption),
     ``Source`` (the spec file and the hash of its content), ``Software`` (ntkpipe's version) and,
     when the checker found any, ``Warning`` (the defects, one a line)."""
@@ -117,6 +130,7 @@ def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path, claims: 
     defects the checker found in it (read from its PNG), the table with its row count, and the claims
     table's verdicts (``claims``, the CSV of :mod:`ntkpipe.jobs.claims`)."""
     from PIL import Image
+    from PIL.PngImagePlugin import PngImageFile
 
     spec = plan.study.spec
     verdicts = _claim_verdicts(claims)
@@ -124,7 +138,7 @@ def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path, claims: 
              f"Spec: `{plan.study.path.name}`. {len(plan.study.points)} runs.", "", "## Figures", ""]
     for name, path in figures.items():
         f = _figure(plan, name)
-        meta = Image.open(path).text if Path(path).is_file() else {}
+        meta = cast(PngImageFile, Image.open(path)).text if Path(path).is_file() else {}  # figures are PNGs
         lines += [f"### {name}", "", f"![{name}](figures/{Path(path).name})", ""]
         if f.reproduces:
             lines += [f"Reproduces: {f.reproduces}.", ""]

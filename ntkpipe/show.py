@@ -4,6 +4,8 @@ over runs (each run's gaps between its checkpoints filled linearly)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import xarray as xr
 
@@ -66,10 +68,10 @@ def series_line(name: str, var: xr.DataArray, sweep: list[str]) -> str:
 def series_lines(ds: xr.Dataset, max_lines: int = 40) -> list[str]:
     """A header, then one :func:`series_line` per variable with a ``time`` dimension (at most
     ``max_lines``); no lines without one."""
-    names = [n for n, v in ds.data_vars.items() if "time" in v.dims and v.dtype.kind in "iuf"]
+    names = cast("list[str]", [n for n, v in ds.data_vars.items() if "time" in v.dims and v.dtype.kind in "iuf"])
     if not names:
         return []
-    sweep = [d for d in ds.dims if d in ds.coords and "axis" in ds[d].attrs]
+    sweep = cast("list[str]", [d for d in ds.dims if d in ds.coords and "axis" in ds[d].attrs])  # str names
     time = ds["time"]
     units = f" [{time.attrs['units']}]" if time.attrs.get("units") else ""
     lines = [f"time series over {time.size} checkpoints, t = {float(time.min()):.4g} … {float(time.max()):.4g}"

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 
 class Strict(BaseModel):
@@ -36,7 +37,7 @@ class CrossKeyError(ValueError):
         self.keys = keys
 
 
-def units(text: str) -> dict[str, str]:
+def units(text: str) -> JsonDict:
     """The ``json_schema_extra`` of a field measured in ``text`` (the JSON Schema's ``units``, which the
     language reference shows): ``Field(None, ge=1, json_schema_extra=units("optimizer steps"))``."""
     return {"units": text}

@@ -6,6 +6,7 @@ import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 from ntkpipe.data.sources import SOURCES
 from ntkpipe.errors import ConfigError, SpecError
@@ -140,11 +141,13 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
     if entry is None:
         loaded, revalidate = load_studies(files, specs, variant, limit, bytes_limit)
     else:
-        _skipped_notes(entry.studies, variant)
+        # what this function wrote (plan_cache, a layer below, holds them as objects)
+        loaded, cached = cast("dict[str, Study | None]", entry.studies), cast(WorkflowIndex, entry.index)
+        _skipped_notes(loaded, variant)
         load_studies([Path(p) for p in entry.revalidate], specs, variant, limit, bytes_limit)  # their data files
-        loaded, revalidate = entry.studies, entry.revalidate
-        if store_states(entry.index.runs, checks) == entry.states:
-            return replace(entry.index, checks=checks)
+        revalidate = entry.revalidate
+        if store_states(cached.runs, checks) == entry.states:
+            return replace(cached, checks=checks)
     index = index_studies(loaded, results)
     write_entry(results, key, PlanEntry(loaded, revalidate, index, store_states(index.runs, checks)))
     return replace(index, checks=checks)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from ntkpipe.jobs.lineage import lineage_id
 from ntkpipe.jobs.training import member_measures, remove_resume_file, resume_file, write_run_store
@@ -34,7 +35,7 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
     groups: dict[tuple, list[int]] = {}
     for i, run in enumerate(runs):
         groups.setdefault(structure_key(run.model0, run.data.x_train, run.data.y_train, run.data.x_test), []).append(i)
-    written = [None] * len(jobs)
+    written: list[Path | None] = [None] * len(jobs)
     setup = (time.perf_counter() - tic) / len(jobs)
     for members in groups.values():
         pack = [runs[i] for i in members]
@@ -49,4 +50,4 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
             start = time.perf_counter() - setup - traj.seconds["train"] - traj.seconds["measure"]
             written[i] = write_run_store(jobs[i], runs[i], traj, outs[i], start)
         remove_resume_file(resume)
-    return written
+    return cast("list[Path]", written)  # every run is in one group, so every entry is written

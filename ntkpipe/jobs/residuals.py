@@ -15,6 +15,9 @@ It is NaN where the theory is (runs outside its assumptions) or the measurement'
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import cast
+
 import numpy as np
 import xarray as xr
 
@@ -31,9 +34,9 @@ def residual_name(theory: str) -> str:
 def residual_attrs(name: str) -> dict[str, str] | None:
     """Attrs of ``<theory>_residual`` (None if ``name`` is not the residual of a registered theory)."""
     theory = name.removesuffix(SUFFIX)
-    if name == theory or theory not in VARIABLES or not VARIABLES[theory].theory_of:
+    variable = VARIABLES.get(theory)
+    if name == theory or variable is None or not variable.theory_of:
         return None
-    variable = VARIABLES[theory]
     measured = variable.theory_of + "".join(f"[{d}={i}]" for d, i in variable.theory_at)
     how = ("(theory − measured)(t*) / max_t |measured| at the time t* of the largest |theory − measured|"
            if "time" in variable.dims else
@@ -47,7 +50,7 @@ def residual_attrs(name: str) -> dict[str, str] | None:
 def theory_residuals(ds: xr.Dataset) -> xr.Dataset:
     """``<theory>_residual`` for every theory variable of ``ds`` whose measured variable it also holds."""
     out = {}
-    for name in ds.data_vars:
+    for name in cast("Iterable[str]", ds.data_vars):  # ntkpipe names its variables by str
         variable = VARIABLES.get(name)
         if variable is None or variable.theory_of not in ds.data_vars:
             continue

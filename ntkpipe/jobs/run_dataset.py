@@ -5,6 +5,8 @@ final store), and none it does not ask for (other studies' final items, the save
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from typing import cast
 
 import xarray as xr
 
@@ -34,7 +36,8 @@ def run_dataset(job: RunJob, final: FinalJob | None) -> xr.Dataset:
         raise ResultError(f"{job.path}: lacks the final measurements {', '.join(lacking)} that the study asks for; "
                           "rerun the workflow (it plans a final job for them)")
     unasked = FINAL_VARIABLES - _variables(from_run)
-    ds = store[[k for k in store.data_vars if k not in unasked and not is_state_variable(k)]].load()
+    names = cast("Iterable[str]", store.data_vars)  # ntkpipe names its variables by str
+    ds = store[[k for k in names if k not in unasked and not is_state_variable(k)]].load()
     if final is not None:
         extra = read_store(final.path, expect_id=final.id)
         ds = xr.merge([ds, extra[sorted(_variables(final.items) & set(extra.data_vars))].load()],

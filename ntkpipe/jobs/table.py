@@ -6,6 +6,7 @@ its row (one row for a study without a sweep), never cut; either dataset layout 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,8 @@ def sweep_table(ds: xr.Dataset, axes: list[str]) -> pd.DataFrame:
     ds = ds.assign({n: v for n, v in finals.items() if n not in ds})
     texts = [n for n, v in ds.data_vars.items() if set(v.dims) <= per_run and v.dtype.kind in "OUS" and n != "run_id"]
     names = [n for n, v in ds.data_vars.items()
-             if set(v.dims) <= per_run and np.issubdtype(v.dtype, np.number) and not n.startswith("seconds_")]
+             if set(v.dims) <= per_run and np.issubdtype(v.dtype, np.number)
+             and not cast(str, n).startswith("seconds_")]  # ntkpipe names its variables by str
     frame = ds[names + texts].reset_coords()[[*names, *texts, *(a for a in axes if a in ds.coords and a not in ds.dims)]]
     if not frame.dims:  # one run, no sweep: a table of one row
         frame = frame.expand_dims(RUN)

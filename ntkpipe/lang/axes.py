@@ -46,7 +46,7 @@ def _leaf_axes(annotation, prefix: tuple[str, ...], found: dict[str, list[tuple[
             if name in NOT_SWEEPABLE_FIELDS:
                 continue
             extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-            paths = found.setdefault(extra.get("axis", name), [])
+            paths = found.setdefault(typing.cast(str, extra.get("axis", name)), [])  # axis() writes a str
             if path not in paths:
                 if paths and paths[0][0] == path[0]:
                     raise TypeError(f"axis name {name!r} is used twice in section {path[0]!r}: {paths[0]}, {path}")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, SupportsFloat
 
 ID_LENGTH = 16
 
 
-def significant(value: float) -> float:
+def significant(value: SupportsFloat) -> float:
     """``value`` rounded to 12 significant digits (``0.1`` and ``10**-1`` are one number)."""
     return float(f"{float(value):.12g}")
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 import types
 import typing
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from ntkpipe.lang.axes import AMBIGUOUS, AXES, SWEEPABLE_SECTIONS, models_in, suggest
 from ntkpipe.lang.paths import get_path, set_path
+
+if TYPE_CHECKING:
+    from ntkpipe.lang.schema import ScalingSpec
 
 AXIS = "d"
 NUMERIC = ("int", "float")
@@ -115,7 +116,7 @@ def _scaled(base, power, factor_of, name: str):
     return float(f"{base * factor_of(power):.12g}")
 
 
-def derive(config: dict, scaling: BaseModel, d: float) -> dict[tuple[str, ...], str]:
+def derive(config: dict, scaling: ScalingSpec, d: float) -> dict[tuple[str, ...], str]:
     """Set every powered parameter of ``config`` (a run's seed/data/model/train) to its value at
     ``d``, in place; returns key path → parameter name (for locating validation errors)."""
     ratio = d / scaling.reference

@@ -9,7 +9,7 @@ study dataset uses the same names as its dimensions.
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, get_args
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
@@ -34,7 +34,7 @@ class LabelsSpec(Strict):
 
     kind: Literal["default", "eigenvector_sign", "two_groups"] = axis("label_kind", default="default")
     """default: the source's own targets; eigenvector_sign: y = sign φ_j(x); two_groups: y = ±1 by class group (linearized-networks Sec. 3.1, 4.1; sweep axis label_kind)"""
-    eigen_index: int | None = Field(None, ge=1)
+    eigen_index: int | None = Field(default=None, ge=1)
     """j ≥ 1: the eigenvector φ_j (by descending eigenvalue) whose sign is the label (eigenvector_sign only)"""
     stage: str | None = None
     """the name of the eigendecomposition stage that gives φ_j (eigenvector_sign only)"""
@@ -80,6 +80,14 @@ def _source_options() -> dict[str, tuple[Any, FieldInfo]]:
     return fields
 
 
+if TYPE_CHECKING:  # names of registries filled at import: a str to the type checker
+    SourceName = str
+    ModelKindName = str
+else:
+    SourceName = Literal[tuple(SOURCES)]
+    ModelKindName = Literal[tuple(MODEL_KINDS)]
+
+
 class DataBase(Strict):
     """Inputs and targets: the keys every source takes; the others are the options of the sources
     (:data:`ntkpipe.data.sources.SOURCES`), and :class:`DataSpec` has them all.
@@ -90,7 +98,7 @@ class DataBase(Strict):
     them to S×S (bilinear). Synthetic sources have D = ``dim``.
     """
 
-    source: Literal[tuple(SOURCES)]
+    source: SourceName
     """where inputs and targets come from; every source takes its own further keys (ntkpipe explain data.source.NAME)"""
     n_train: int = Field(ge=1)
     """P: the number of training points"""
@@ -161,7 +169,7 @@ class ModelBase(Strict):
     unscaled network, since η₀γ²·K_g = η₀K_f), and ``ofe_fit`` is fitted to the network rescaled by it.
     """
 
-    kind: Literal[tuple(MODEL_KINDS)] = axis("model_kind", default="network")
+    kind: ModelKindName = axis("model_kind", default="network")
     """what is trained: the network, its linearization, or a kernel evolved by kgd, akgd, ofe or ofe_fit (sweep axis model_kind)"""
     activation: Activation = "relu"
     """φ, the nonlinearity of every hidden layer (linear: none)"""
@@ -275,7 +283,7 @@ class CnnSpec(ModelBase):
     @property
     def layer_names(self) -> tuple[str, ...]:
         """conv layers, dense layers and the readout (LeNet-5: 2 + 2 + 1)."""
-        conv, dense = (2, 2) if self.preset == "lenet5" else (len(self.conv), len(self.dense or []))
+        conv, dense = (2, 2) if self.preset == "lenet5" else (len(self.conv or []), len(self.dense or []))
         return (*(f"conv{i}" for i in range(1, conv + 1)), *(f"dense{i}" for i in range(1, dense + 1)), "readout")
 
     @model_validator(mode="after")
@@ -394,15 +402,15 @@ def _architecture(value) -> str:
     return value.get("architecture", "mlp") if isinstance(value, dict) else getattr(value, "architecture", "mlp")
 
 
-ARCHITECTURE_SPECS: dict[str, type[ModelBase]] = {"mlp": MlpSpec, "cnn": CnnSpec, "resnet": ResnetSpec,
-                                                  "wide_resnet": WideResnetSpec}
-"""The options model of every architecture a study may name; its record (builder, capabilities) is
-:data:`ntkpipe.models.ARCHITECTURES`."""
-
 ModelSpec = Annotated[
-    Union[tuple(Annotated[spec, Tag(name)] for name, spec in ARCHITECTURE_SPECS.items())],  # noqa: UP007 (a union built at run time)
+    Annotated[MlpSpec, Tag("mlp")] | Annotated[CnnSpec, Tag("cnn")] | Annotated[ResnetSpec, Tag("resnet")]
+    | Annotated[WideResnetSpec, Tag("wide_resnet")],
     Discriminator(_architecture),
 ]
+ARCHITECTURE_SPECS: dict[str, type[ModelBase]] = {get_args(m)[1].tag: get_args(m)[0]
+                                                  for m in get_args(get_args(ModelSpec)[0])}
+"""The options model of every architecture a study may name (its tag in ``ModelSpec``); its record
+(builder, capabilities) is :data:`ntkpipe.models.ARCHITECTURES`."""
 MODEL_SPEC = TypeAdapter(ModelSpec)
 """Validates a model section: ``MODEL_SPEC.validate_python({"architecture": "cnn", ...})``."""
 
@@ -447,9 +455,9 @@ class CheckpointSpec(Strict):
 
     spacing: Literal["log", "linear"] = "log"
     """log: step 0 and steps round(10^(k/per_decade)); linear: count evenly spaced steps (the last step always)"""
-    per_decade: int = Field(20, ge=1, le=200)
+    per_decade: int = Field(default=20, ge=1, le=200)
     """checkpoints per decade of steps (log spacing)"""
-    count: int = Field(50, ge=1)
+    count: int = Field(default=50, ge=1)
     """the number of evenly spaced checkpoints (linear spacing)"""
 
 
@@ -787,8 +795,16 @@ class MatrixFigure(Strict):
 
 FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure | MatrixFigure,
                        Field(discriminator="kind")]
-FIGURE_KINDS: dict[str, type[BaseModel]] = {get_args(m.model_fields["kind"].annotation)[0]: m
-                                            for m in get_args(get_args(FigureSpec)[0])}
+
+
+class FigureKind(Protocol):
+    """What is read of a figure kind's class besides its fields: its plotter, ``"module:function"``."""
+
+    plotter: ClassVar[str]
+
+
+FIGURE_KINDS: dict[str, type[FigureKind]] = {get_args(m.model_fields["kind"].annotation)[0]: m
+                                             for m in get_args(get_args(FigureSpec)[0])}
 """Each figure kind's class by its name (``kind:``), read from ``FigureSpec``."""
 
 

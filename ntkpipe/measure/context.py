@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -29,7 +30,8 @@ def _outputs(model, x):
 
 def moving_network(model) -> MLP:
     """The network whose weights move: ``params`` of a linearized model, else the model."""
-    return model.params if isinstance(model, Linearized) else model
+    net = model.params if isinstance(model, Linearized) else model
+    return cast(MLP, net)  # the measurements that read weights apply to MLPs only (MLP_ONLY)
 
 
 def effective_teacher(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -79,6 +81,7 @@ class RunContext:
     def label_eigenpair(self) -> tuple[float, np.ndarray]:
         """(λ_j, φ_j) of the label eigenvector of ``eigenvector_sign`` labels."""
         j = self.spec.data.labels.eigen_index
+        assert j is not None, "eigenvector_sign labels have an eigen_index (LabelsSpec)"
         values, vectors = self.label_eigenpairs(j)
         return float(values[j - 1]), vectors[:, j - 1]
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
+from numpy.typing import ArrayLike
 
 from ntkpipe.ntk.precision import to_float64, with_x64
 
@@ -157,9 +158,9 @@ def prediction_agreement(network: np.ndarray, kernel: np.ndarray) -> tuple[float
 def kernel_predictions(
     model_init: Any,
     model_final: Any,
-    x_train: np.ndarray,
+    x_train: ArrayLike,
     y_train: np.ndarray,
-    x_test: np.ndarray,
+    x_test: ArrayLike,
     *,
     ridge: float = 0.0,
     rcond: float = 1e-10,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -26,7 +28,7 @@ def layer_alignment(w: np.ndarray, u: np.ndarray, n: np.ndarray) -> tuple[float,
     return float(u @ w) / (u_norm * w_norm), u_norm, w_norm
 
 
-def layer_norm_sum(leaves: list, layers: list[int], count: int) -> float:
+def layer_norm_sum(leaves: list, layers: Sequence[int], count: int) -> float:
     """Σ_ℓ ‖θ_ℓ‖₂ over ``count`` layers, ‖θ_ℓ‖₂² summing the squares of the arrays ``leaves`` whose
     layer index (``layers``) is ℓ; indices ≥ ``count`` add up in one more group."""
     squares = np.zeros(count + 1)

@@ -56,13 +56,14 @@ def variable_attrs(name: str) -> dict[str, str]:
     ``assumptions`` (when it holds and is not NaN). Raises KeyError for an unregistered name."""
     recorded = {v.name: v for v in ALWAYS_RECORDED}
     variable = VARIABLES[name] if name in VARIABLES else recorded[name]
-    owner = _OWNER.get(name)
-    attrs = {"long_name": variable.label, "description": variable.description or owner.doc}
+    attrs = {"long_name": variable.label, "description": variable.description or _OWNER[name].doc}
     if variable.units:
         attrs["units"] = variable.units
     if variable.theory_of:
+        assumptions = _OWNER[name].assumptions
+        assert assumptions is not None, f"the measurement of theory variable {name!r} states its assumptions"
         attrs["theory_of"] = variable.theory_of
-        attrs["assumptions"] = owner.assumptions
+        attrs["assumptions"] = assumptions
     return attrs
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from ntkpipe.data.dataset import output_count
 from ntkpipe.lang.model_kinds import MODEL_KINDS
-from ntkpipe.lang.schema import RunSpec
+from ntkpipe.lang.schema import MlpSpec, RunSpec
 
 
 def needs_test(run: RunSpec) -> str | None:
@@ -48,6 +50,12 @@ def needs_eigen_labels(run: RunSpec) -> str | None:
     return None
 
 
+def _mlp(run: RunSpec) -> MlpSpec:
+    """The model of ``run`` for the checks of measurements on MLP weights: :meth:`Measurement.unmet
+    <ntkpipe.measure.record.Measurement.unmet>` checks ``architectures=MLP_ONLY`` before them."""
+    return cast(MlpSpec, run.model)
+
+
 def _missing(checks: list[tuple[bool, str]]) -> str | None:
     missing = [what for ok, what in checks if not ok]
     return f"applies only with {', '.join(missing)}" if missing else None
@@ -70,7 +78,7 @@ def deep_linear_theory(run: RunSpec) -> str | None:
     """The deep-linear gradient-flow theory (silent-alignment Sec. 3–4) needs its assumptions."""
     return _missing(_gradient_flow_checks(run) + [
         (run.model.activation == "linear", "model.activation 'linear'"),
-        (run.model.depth >= 2, "model.depth >= 2"),
+        (_mlp(run).depth >= 2, "model.depth >= 2"),
     ]) or needs_scalar_output(run)
 
 
@@ -78,19 +86,19 @@ def deep_linear_modes_theory(run: RunSpec) -> str | None:
     """Per-mode deep-linear theory for several outputs (Saxe et al.; silent-alignment App. H)."""
     return _missing(_gradient_flow_checks(run) + [
         (run.model.activation == "linear", "model.activation 'linear'"),
-        (run.model.depth >= 2, "model.depth >= 2"),
+        (_mlp(run).depth >= 2, "model.depth >= 2"),
     ])
 
 
 def final_ntk_theory(run: RunSpec) -> str | None:
     """K∞ of a deep linear net needs only balance and convergence from small init (App. E.2)."""
     return _missing([(run.model.parameterization == "standard", "model.parameterization 'standard'"),
-                     (run.model.depth >= 2, "model.depth >= 2")]) or linear_network(run)
+                     (_mlp(run).depth >= 2, "model.depth >= 2")]) or linear_network(run)
 
 
 def two_layer_linear_theory(run: RunSpec) -> str | None:
     """Closed forms of the two-layer linear net (silent-alignment App. C)."""
-    return deep_linear_theory(run) or _missing([(run.model.depth == 2, "model.depth 2")])
+    return deep_linear_theory(run) or _missing([(_mlp(run).depth == 2, "model.depth 2")])
 
 
 def linear_network(run: RunSpec) -> str | None:
@@ -105,7 +113,7 @@ def hidden_layer(run: RunSpec) -> str | None:
 
 
 def two_layers(run: RunSpec) -> str | None:
-    return (_missing([(run.model.depth == 2, "model.depth 2"), (not run.model.bias, "model.bias false")])
+    return (_missing([(_mlp(run).depth == 2, "model.depth 2"), (not run.model.bias, "model.bias false")])
             or needs_scalar_output(run))
 
 
@@ -126,7 +134,7 @@ def relu_two_layer_theory(run: RunSpec) -> str | None:
     item = next((m for m in run.measure if m.name == "kernel_components"), None)
     subset = item.options.get("subset", 0) if item is not None else 0
     return _missing([
-        (run.model.depth == 2, "model.depth 2"),
+        (_mlp(run).depth == 2, "model.depth 2"),
         (run.model.activation == "relu", "model.activation 'relu'"),
         (not run.model.bias, "model.bias false"),
         (run.model.parameterization == "standard", "model.parameterization 'standard'"),
@@ -144,7 +152,7 @@ def solvable_model(run: RunSpec) -> str | None:
     """The solvable two-layer linear model f = κuᵀWx on data on a line (solvable-model Sec. 2)."""
     return _missing([
         (run.model.activation == "linear", "model.activation 'linear'"),
-        (run.model.depth == 2, "model.depth 2"),
+        (_mlp(run).depth == 2, "model.depth 2"),
         (not run.model.bias, "model.bias false"),
         (run.model.parameterization == "standard", "model.parameterization 'standard'"),
         (run.model.kind == "network", "model.kind 'network'"),

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ntkpipe.ntk.eigen import top_eigenpairs
 
@@ -25,7 +26,7 @@ def energy_concentration(gram: np.ndarray, y: np.ndarray, top_k: int) -> float:
     return float(np.linalg.norm(vectors.T @ v) / np.linalg.norm(v))
 
 
-def parameter_distances(theta_final: np.ndarray, theta_init: np.ndarray) -> tuple[float, float]:
+def parameter_distances(theta_final: ArrayLike, theta_init: ArrayLike) -> tuple[float, float]:
     """(‖θ_T − θ_0‖₂, 1 − θ_Tᵀθ_0 / (‖θ_T‖‖θ_0‖)) of two flat parameter vectors."""
     a, b = np.asarray(theta_final, np.float64), np.asarray(theta_init, np.float64)
     cosine = a @ b / (np.linalg.norm(a) * np.linalg.norm(b))

@@ -45,7 +45,7 @@ def _overlaps_theory(run, traj, item) -> dict:
     q0, r0 = two_layer.initial_overlaps(moving_network(run.model0), beta)
     q, r = two_layer.overlaps(traj.time, q0, s, r0)
     u_sq = deep_linear.two_layer_gain(traj.time, (q0 + r0) / 2.0, s)
-    out = {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq}
+    out: dict[str, np.ndarray | float] = {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq}
     for name, theory in (("q", q), ("r", r), ("readout_norm_sq", u_sq)):
         simulated = traj.series[name]
         out[f"{name}_max_relerr"] = float(np.nanmax(np.abs(simulated - theory)) / np.max(np.abs(theory)))

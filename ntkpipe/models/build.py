@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import jax
 import numpy as np
@@ -48,15 +49,18 @@ def build_cnn(spec: CnnSpec, input_shape: tuple[int, ...], out_size: int, key, *
     if spec.preset == "lenet5":
         conv, dense = LENET5
     else:
+        assert spec.conv is not None, "a CnnSpec gives a preset or conv layers"
         conv = [ConvLayer(**layer.model_dump()) for layer in spec.conv]
         dense = spec.dense or []
-    return CNN(tuple(input_shape), conv, dense, out_size, key=key, **common)
+    image = cast("tuple[int, int, int]", tuple(input_shape))  # (H, W, channels): build_model checks
+    return CNN(image, conv, dense, out_size, key=key, **common)
 
 
 def build_resnet(spec: ResnetSpec | WideResnetSpec, input_shape: tuple[int, ...], out_size: int, key,
                  **common) -> ResNet:
     stem = spec.stages[0][0] if spec.architecture == "resnet" else 16
-    return ResNet(tuple(input_shape), stem, [Stage(*stage) for stage in spec.stages], out_size,
+    image = cast("tuple[int, int, int]", tuple(input_shape))  # (H, W, channels): build_model checks
+    return ResNet(image, stem, [Stage(*stage) for stage in spec.stages], out_size,
                   preactivation=spec.architecture == "wide_resnet", norm=spec.norm == "batch", key=key, **common)
 
 
@@ -85,10 +89,10 @@ def build_model(spec: ModelSpec, input_shape: tuple[int, ...], out_size: int, se
         raise ValueError(f"model.architecture {spec.architecture!r} needs image inputs (H, W, channels), "
                          f"got shape {tuple(input_shape)}")
     net = record.build(spec, tuple(input_shape), out_size, init_key, **_common(spec))
-    if getattr(spec, "init", "gaussian") == "near_parallel":
+    if isinstance(spec, MlpSpec) and spec.init == "near_parallel":  # only an MLP has an init
         if input_direction is None:
             raise ValueError("init 'near_parallel' needs the direction of the training inputs")
-        net = near_parallel(net, input_direction, spec.disturbance, jax.random.fold_in(init_key, 2))
-    if getattr(spec, "init", "gaussian") == "mirrored":
-        net = mirrored(net)
+        net = near_parallel(cast(MLP, net), input_direction, spec.disturbance, jax.random.fold_in(init_key, 2))
+    if isinstance(spec, MlpSpec) and spec.init == "mirrored":
+        net = mirrored(cast(MLP, net))
     return Linearized(net) if MODEL_KINDS[spec.kind].linearized else net

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -165,15 +166,25 @@ class ResNet(eqx.Module):
         self.activation = activation
         self.output_scale = float(output_scale)  # SAME convs keep every side >= 1: any image size fits
 
+    def _unit(self, i: int) -> Unit:
+        """Layer ``i`` below the readout: a conv unit."""
+        return cast(Unit, self.layers[i])
+
+    def _norm(self, i: int) -> Norm:
+        """The BatchNorm of conv layer ``i``, one that has it (``_forward`` normalizes only those)."""
+        norm = self._unit(i).norm
+        assert norm is not None, f"layer {i} has no BatchNorm"
+        return norm
+
     def _forward(self, x: Float[Array, "B H W C"], normalize: Callable[[int, Array], Array]) -> Float[Array, "B C"]:
         """The network on a batch; ``normalize(i, z)`` is the BatchNorm of layer i."""
         phi = ACTIVATIONS[self.activation]
 
         def conv(i, h):
-            return jax.vmap(self.layers[i].conv)(h)
+            return jax.vmap(self._unit(i).conv)(h)
 
         def norm(i, h):
-            return h if self.layers[i].norm is None else normalize(i, h)
+            return h if self._unit(i).norm is None else normalize(i, h)
 
         if self.preactivation:
             h = conv(0, x)
@@ -187,11 +198,12 @@ class ResNet(eqx.Module):
                 a = phi(norm(b.conv1, conv(b.conv1, h)))
                 a = norm(b.conv2, conv(b.conv2, a))
                 h = phi(a + (h if b.shortcut is None else norm(b.shortcut, conv(b.shortcut, h))))
-        return self.output_scale * jax.vmap(self.layers[-1])(h.mean(axis=(1, 2)))
+        readout = cast(Dense, self.layers[-1])
+        return self.output_scale * jax.vmap(readout)(h.mean(axis=(1, 2)))
 
     def __call__(self, x: Float[Array, "H W C_in"]) -> Float[Array, " C"]:
         """f(x) in inference mode: BatchNorm with the running statistics, so f(x) depends on x alone."""
-        return self._forward(x[None], lambda i, z: self.layers[i].norm.infer(z))[0]
+        return self._forward(x[None], lambda i, z: self._norm(i).infer(z))[0]
 
     def train_forward(self, x: Float[Array, "B H W C_in"], mask: Float[Array, " B"]) -> tuple[Array, ResNet]:
         """(f(x), network with updated running statistics) in train mode: BatchNorm with the statistics
@@ -199,7 +211,7 @@ class ResNet(eqx.Module):
         updated: dict[int, BatchStats] = {}
 
         def normalize(i, z):
-            out, updated[i] = self.layers[i].norm.train(z, mask)
+            out, updated[i] = self._norm(i).train(z, mask)
             return out
 
         f = self._forward(x, normalize)

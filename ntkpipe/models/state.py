@@ -53,4 +53,4 @@ def forward_batch(model: eqx.Module, x: Float[Array, "B ..."], mask: Float[Array
     stateless model (or a linearization, whose origin is frozen) ``vmap(model)(x)`` and ``model``."""
     if isinstance(model, TrainMode):
         return model.train_forward(x, mask)
-    return jax.vmap(model)(x), model
+    return jax.vmap(model)(x), model  # pyright: ignore[reportArgumentType]  # eqx.Module: no __call__

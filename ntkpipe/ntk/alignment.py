@@ -2,6 +2,8 @@ r"""Jacobian alignment α(v) = ‖J(X)ᵀ v‖², the Gram quadratic form vᵀΘ
 
 from __future__ import annotations
 
+from typing import cast
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -23,7 +25,8 @@ def _alignments(arrays, rest, x_blocks: Float[Array, "B b ..."], v_blocks: Float
     num_vectors = v_blocks.shape[1]
     zeros = jax.tree.map(lambda a: jnp.zeros((num_vectors, *a.shape), a.dtype), arrays)
     totals, _ = lax.scan(add_block, zeros, (x_blocks, v_blocks))
-    return sum(jnp.sum(g.reshape(num_vectors, -1) ** 2, axis=1) for g in jax.tree.leaves(totals))
+    total = sum(jnp.sum(g.reshape(num_vectors, -1) ** 2, axis=1) for g in jax.tree.leaves(totals))
+    return cast(Array, total)  # a sum over the trainable leaves, never empty (so never the start value 0)
 
 
 @with_x64
@@ -64,7 +67,7 @@ def jacobian_alignments(
     model = to_float64(model)
     x = jnp.asarray(x, jnp.float64)
     vs = jnp.asarray(vs, jnp.float64)
-    (num_outputs,) = jax.eval_shape(model, x[0]).shape
+    (num_outputs,) = jax.eval_shape(model, x[0]).shape  # pyright: ignore[reportArgumentType]  # eqx.Module: no __call__
     if vs.ndim == 2 and num_outputs == 1:
         vs = vs[..., None]
     n = len(x)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import partial
 
 import jax
+import jax.core
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int

@@ -37,7 +37,9 @@ def forward_flops(model: eqx.Module, example: Float[Array, "..."]) -> float:
     arrays, rest = eqx.partition(model, eqx.is_array)
     abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), (arrays, example))
     lowered = jax.jit(lambda a, x: eqx.combine(a, rest)(x)).lower(*abstract)
-    return float(lowered.cost_analysis()["flops"])
+    analysis = lowered.cost_analysis()
+    assert analysis is not None, "XLA's CPU and GPU backends analyse costs"
+    return float(analysis["flops"])
 
 
 def parameter_count(model: eqx.Module) -> int:
@@ -51,7 +53,7 @@ def generic_costs(model: eqx.Module, example: Float[Array, "..."], n1: int, n2: 
     ``n2=None`` means x2 is x1, whose Jacobian is counted once (N1·C·[FP]).
     """
     fp = forward_flops(model, example)
-    (num_outputs,) = jax.eval_shape(model, example).shape
+    (num_outputs,) = jax.eval_shape(model, example).shape  # pyright: ignore[reportArgumentType]  # eqx.Module: no __call__
     jacobians = n1 if n2 is None else n1 + n2
     n2 = n1 if n2 is None else n2
     return GenericCosts(

@@ -6,6 +6,7 @@ import enum
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ntkpipe.ntk.cost import generic_costs
@@ -55,7 +56,7 @@ class NtkImplementation(enum.Enum):
 
 
 def choose_implementation(
-    model: eqx.Module, x1: Float[ArrayLike, "n1 ..."], x2: Float[ArrayLike, "n2 ..."] | None = None
+    model: eqx.Module, x1: Float[Array | np.ndarray, "n1 ..."], x2: Float[Array | np.ndarray, "n2 ..."] | None = None
 ) -> NtkImplementation:
     """The implementation ``AUTO`` resolves to for the NTK of ``model`` on ``x1`` × ``x2`` (enum docstring).
 

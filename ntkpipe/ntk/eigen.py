@@ -20,7 +20,7 @@ so their results are those of ``eigh``; ``benchmarks/ntk_options.py`` prints the
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import scipy.linalg
@@ -37,19 +37,21 @@ RANDOMIZED_TOL = 1e-13
 RANDOMIZED_MAX_ITERATIONS = 500
 
 
-def choose_method(n: int, k: int) -> str:
+def choose_method(n: int, k: int) -> Literal["eigh", "lanczos"]:
     """The method ``auto`` resolves to for the top ``k`` eigenpairs of an ``n`` × ``n`` Gram."""
     return "eigh" if n < EIGH_BELOW or 10 * k > n else "lanczos"
 
 
 def _eigh(gram: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     n = len(gram)
-    return scipy.linalg.eigh(gram, subset_by_index=[n - k, n - 1])
+    pairs = scipy.linalg.eigh(gram, subset_by_index=[n - k, n - 1])
+    return cast("tuple[np.ndarray, np.ndarray]", pairs)  # eigenvalues and eigenvectors (not eigvals_only)
 
 
 def _lanczos(gram: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     start = np.random.default_rng(0).standard_normal(len(gram))
-    return scipy.sparse.linalg.eigsh(gram, k=k, which="LA", tol=0, v0=start)
+    pairs = scipy.sparse.linalg.eigsh(gram, k=k, which="LA", tol=0, v0=start)
+    return cast("tuple[np.ndarray, np.ndarray]", pairs)  # eigenvalues and eigenvectors (return_eigenvectors)
 
 
 def _randomized(gram: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -89,7 +91,7 @@ def top_eigenpairs(gram: np.ndarray, k: int | None = None, *, method: Method = "
     if method != "auto" and method not in METHODS:
         raise ValueError(f"method must be one of 'auto', {', '.join(map(repr, METHODS))}, got {method!r}")
     gram = np.asarray(gram, dtype=np.float64)
-    n = gram.shape[0]
+    n: int = gram.shape[0]
     k = n if k is None else min(int(k), n)
     method = choose_method(n, k) if method == "auto" else method
     if method == "lanczos" and k >= n - 1:

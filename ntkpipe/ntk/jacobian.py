@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
@@ -75,7 +76,7 @@ def jacobian_ntk(
     """
     arrays, rest = trainable(model)
     components, count = layer_components(arrays) if per_layer else (None, 0)
-    (num_outputs,) = jax.eval_shape(model, x1[0]).shape
+    (num_outputs,) = jax.eval_shape(model, x1[0]).shape  # pyright: ignore[reportArgumentType]  # eqx.Module: no __call__
     symmetric, x2 = x2 is None, x1 if x2 is None else x2
     sizes = (min(block_size, len(x1)), min(block_size, len(x2)))
     leading = (count,) if per_layer else ()

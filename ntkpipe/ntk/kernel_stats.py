@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import jax
 
 
 def kernel_norm(gram: np.ndarray) -> float:
@@ -10,7 +15,7 @@ def kernel_norm(gram: np.ndarray) -> float:
     return float(np.linalg.norm(gram))
 
 
-def kernel_alignment(gram: np.ndarray, y: np.ndarray, xp=np) -> float:
+def kernel_alignment(gram: np.ndarray | jax.Array, y: np.ndarray, xp=np) -> float:
     """A = yᵀKy / (‖K‖_F ‖y‖²) (Cortes et al. 2012; kernel-alignment-theory Eq. 2).
 
     ``gram`` is (P·C, P·C) in (example, output) order and ``y`` the targets (P, C), flattened

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+import numpy as np
 from jaxtyping import Array, Float
 
+AnyArray = TypeVar("AnyArray", np.ndarray, Array)
+"""A NumPy or a JAX array: the layout gives back the kind it is given."""
 
-def flatten_gram(kernel: Float[Array, "*batch n1 n2 C C"]) -> Float[Array, "*batch n1C n2C"]:
+
+def flatten_gram(kernel: Float[AnyArray, "*batch n1 n2 C C"]) -> Float[AnyArray, "*batch n1C n2C"]:
     r"""Flatten an NTK ``K[..., i, j, c, d]`` to the matrix ``Θ[..., i·C + c, j·C + d]``.
 
     Rows and columns run over (example, output) pairs with the output index fastest, so a cotangent

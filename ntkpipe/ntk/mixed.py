@@ -22,14 +22,14 @@ Monte Carlo.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ntkpipe.models import trainable
 from ntkpipe.ntk.alignment import jacobian_alignments
@@ -103,17 +103,19 @@ def _gram_columns(arrays, rest, output: int, x_blocks, w_blocks, basis_blocks: F
 
 
 @eqx.filter_jit
-def _half_products(arrays, rest, output: int, half_a, half_b, tangents: Float[Array, " k *shape"]) -> Float[Array, " k"]:
+def _half_products(arrays, rest, output: int, half_a: tuple[Array, Array], half_b: tuple[Array, Array],
+                   tangents: Float[Array, " k *shape"]) -> Float[Array, " k"]:
     """⟨M̄_A u, M̄_B u⟩ for each tangent u, M̄_A and M̄_B the averages of M over two sets of points."""
     products_a = _mean_jvp(arrays, rest, output, *half_a, tangents)
     products_b = _mean_jvp(arrays, rest, output, *half_b, tangents)
-    return sum(
+    total = sum(
         jnp.sum((a * b).reshape(len(tangents), -1), axis=1)
         for a, b in zip(jax.tree.leaves(products_a), jax.tree.leaves(products_b))
     )
+    return cast(Array, total)  # a sum over the trainable leaves, never empty (so never the start value 0)
 
 
-def _blocked_points(points: Float[Array, " S *shape"], sample_block: int):
+def _blocked_points(points: Float[Array, " S *shape"], sample_block: int) -> tuple[Array, Array]:
     """Points in ``(B, b, *shape)`` blocks with weights 1/S; padded points get weight 0."""
     samples = len(points)
     size = min(sample_block, samples)
@@ -230,7 +232,7 @@ def neural_anisotropy_directions(
 def stein_check(
     model: eqx.Module,
     input_shape: tuple[int, ...],
-    directions: Float[Array, " k *shape"],
+    directions: Float[ArrayLike, " k *shape"],
     *,
     samples: int = STEIN_SAMPLES,
     key: PRNGKeyArray,
@@ -302,7 +304,7 @@ def stein_check(
     weights = jnp.where(in_a, 0.25 / half, 0.25 / (samples - half))  # cotangent sums (μ̂_A ± μ̂_B)/2
     sums = (projections * weights[:, None]).T
     differences = (projections * jnp.where(in_a, weights, -weights)[:, None]).T
-    (num_outputs,) = jax.eval_shape(model, x[0]).shape
+    (num_outputs,) = jax.eval_shape(model, x[0]).shape  # pyright: ignore[reportArgumentType]  # eqx.Module: no __call__
     cotangents = jnp.zeros((2 * len(directions), 2 * samples, num_outputs))
     cotangents = cotangents.at[:, :, output].set(jnp.concatenate([sums, differences]))
     polarized = np.asarray(jacobian_alignments(model, x, cotangents, block_size=block_size))

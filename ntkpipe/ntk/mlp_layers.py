@@ -199,6 +199,6 @@ def mlp_layers_ntk(
     features2 = None if x2 is None else batched_layer_features(mlp, x2)
     num_outputs = mlp.weights[-1].shape[0]
     n2 = len(x1) if x2 is None else len(x2)
-    sizes = tuple(block_rows(n, num_outputs, block_size, outputs) for n in (len(x1), n2))
+    sizes = (block_rows(len(x1), num_outputs, block_size, outputs), block_rows(n2, num_outputs, block_size, outputs))
     constant_readout = has_constant_readout_gradient(mlp)
     return _gram(mlp, features1, features2, constant_readout, sizes, per_layer, outputs)

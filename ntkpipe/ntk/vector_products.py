@@ -117,7 +117,7 @@ def vector_products_ntk(
         groups = tuple(tuple(i for i, c in enumerate(components) if c == ell) for ell in range(count))
     else:
         groups = (tuple(range(len(jax.tree.leaves(arrays)))),)
-    (num_outputs,) = jax.eval_shape(model, x1[0]).shape
+    (num_outputs,) = jax.eval_shape(model, x1[0]).shape  # pyright: ignore[reportArgumentType]  # eqx.Module: no __call__
     symmetric, x2 = x2 is None, x1 if x2 is None else x2
     sizes = (min(block_size, len(x1)), min(block_size, len(x2)))
     leading = (len(groups),) if per_layer else ()

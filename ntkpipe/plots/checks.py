@@ -22,6 +22,7 @@ Only what is drawn counts: invisible artists, empty texts and ticks outside the 
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -207,6 +208,11 @@ def _hidden_lines(ax: Axes) -> list[str]:
     return out
 
 
+def line_label(line: Line2D) -> str:
+    """The label of ``line``: matplotlib stores labels as str (its stub says object); ntkpipe sets them all."""
+    return cast(str, line.get_label())
+
+
 def _line_name(line: Line2D) -> str:
     label = line.get_label()
     shown = isinstance(label, str) and label and not label.startswith("_")
@@ -252,7 +258,7 @@ def _unlisted_lines(fig: Figure) -> list[str]:
     listed = {" ".join(text.get_text().split()) for legend in shown for text in legend.get_texts()}
     return [f"{name}: line {_line_name(line)} is not in any legend" for name, ax in _named_axes(fig)
             for line in data_lines(ax) if not str(line.get_label()).startswith("_")
-            and not {" ".join(line.get_label().split()), " ".join(as_math(line.get_label()).split())} & listed]
+            and not {" ".join(line_label(line).split()), " ".join(as_math(line_label(line)).split())} & listed]
 
 
 def dashed(line: Line2D) -> bool:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import math
 import textwrap
+from typing import cast
 
 import numpy as np
 import xarray as xr
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, Formatter, LogFormatter, MaxNLocator, NullLocator
@@ -32,6 +35,7 @@ from ntkpipe.plots.checks import (
     integer_data,
     legend_covers,
     legends,
+    line_label,
     line_style,
     texts_outside,
     theory_range,
@@ -101,14 +105,20 @@ def separate_coincident_lines(ax: Axes) -> list[str]:
             line.set_marker(markers[k % len(markers)])
             line.set_fillstyle("none")
             line.set_markersize(1.8 * line.get_markersize() if had_marker else 6.0)
-            line.set_markevery(max(1, len(line.get_xydata()) // MARKS))
-        names = [line.get_label() for line in group if not line.get_label().startswith("_")]
+            line.set_markevery(max(1, len(np.asarray(line.get_xydata())) // MARKS))
+        names = [line_label(line) for line in group if not line_label(line).startswith("_")]
         if not names:  # single runs' dots: nothing in the legend to qualify
             continue
         short = names and len(group) == len(names) and sum(map(len, names)) <= NOTE_CHARS
         notes.append(f"{', '.join(names)} coincide" if short else
                      f"{len(group)} lines coincide (hollow markers on all but the first)")
     return notes
+
+
+def legend_handles(legend: Legend) -> list[Artist]:
+    """The handles of ``legend``, one per entry: every entry ntkpipe puts in a legend has one
+    (matplotlib types them ``Artist | None``, None for an entry without a handler)."""
+    return cast("list[Artist]", legend.legend_handles)
 
 
 def note_coincident_lines(fig: Figure, legend_axes: list[Axes]) -> list[Axes]:
@@ -124,7 +134,7 @@ def note_coincident_lines(fig: Figure, legend_axes: list[Axes]) -> list[Axes]:
     legend = holder.get_legend()
     if legend is not None:
         labels = [text.get_text() for text in legend.get_texts()]
-        handles = [lines.get(label, handle) for label, handle in zip(labels, legend.legend_handles)]
+        handles = [lines.get(label, handle) for label, handle in zip(labels, legend_handles(legend))]
     else:
         handles, labels = holder.get_legend_handles_labels()
     for note in notes:
@@ -204,7 +214,9 @@ def explain_empty(ax: Axes, ds: xr.Dataset | None = None) -> bool:
     (:func:`ntkpipe.plots.style.diverged_runs`), and leave out its ticks (a log axis cannot place
     them without positive data). :func:`fit_texts` wraps the text to the panel's width. Returns
     whether the panel was empty."""
-    if _drawn_points(ax) or any(np.isfinite(np.ma.filled(im.get_array(), np.nan)).any() for im in ax.get_images()):
+    # an image drawn has its array (matplotlib types it ndarray | None)
+    if _drawn_points(ax) or any(np.isfinite(np.ma.filled(cast(np.ndarray, im.get_array()), np.nan)).any()
+                                for im in ax.get_images()):
         return False
     log = "log" in (ax.get_xscale(), ax.get_yscale())
     text = "no finite positive values to draw on a log axis" if log else "no finite values to draw"
@@ -249,7 +261,7 @@ def figure_legend(axes, order=(), title: str | None = None) -> list[Axes]:
 
     def key(item):
         label, handle = item
-        note = isinstance(handle, Line2D) and not len(handle.get_xydata())
+        note = isinstance(handle, Line2D) and not len(np.asarray(handle.get_xydata()))
         return note, rank.get(label, len(rank))
 
     entries = dict(sorted(entries.items(), key=key))  # stable: first drawn first among equals
@@ -298,9 +310,10 @@ def move_legends_outside(fig: Figure, axes: list[Axes], renderer) -> None:
     extra = 0.0
     for ax in axes:
         legend = ax.get_legend()
+        assert legend is not None, "only axes whose legend covers data move it"
         width = legend.get_window_extent(renderer).width
         ncols = 1 if legend.get_window_extent(renderer).height < 0.95 * fig.bbox.height else 2
-        handles, labels = legend.legend_handles, [text.get_text() for text in legend.get_texts()]
+        handles, labels = legend_handles(legend), [text.get_text() for text in legend.get_texts()]
         title = legend.get_title().get_text() or None
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, ncols=ncols,
                   title=title, title_fontsize=8, **LEGEND)

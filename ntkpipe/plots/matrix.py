@@ -12,7 +12,10 @@ reads better on the cell's colour.
 
 from __future__ import annotations
 
+from typing import cast
+
 import matplotlib
+import matplotlib.cm
 import numpy as np
 import xarray as xr
 from matplotlib.colors import Normalize
@@ -49,7 +52,7 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
     cols = axis_values(ds, spec.col) if spec.col else [None]
     subs = [sub_grid(ds, {spec.col: c} if spec.col else None) for c in cols]
     panels = [matrix_mean(without_diverged(sub[spec.variable], sub)) for sub in subs]
-    rows, columns = panels[0].dims
+    rows, columns = cast("tuple[str, str]", panels[0].dims)  # ntkpipe names its dimensions by str
     n_rows, n_cols = panels[0].shape
     finite = np.concatenate([p.values.ravel() for p in panels])
     finite = finite[np.isfinite(finite)]

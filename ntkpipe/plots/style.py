@@ -14,6 +14,7 @@ import math
 import os
 import uuid
 from pathlib import Path
+from typing import cast
 
 import matplotlib
 import numpy as np
@@ -122,7 +123,8 @@ def _which_diverged(ds: xr.Dataset, shown: int = 3) -> str:
     ds = sub_grid(ds)  # the runs by their axes' values (either layout)
     present = ds["run_id"] != "" if "run_id" in ds else True
     flags = (ds["diverged"] > 0) & present
-    runs = [", ".join(f"{AXIS_SYMBOLS.get(d) or axis_label(d)}={value_text(ds[d].values[i])}" for d, i in zip(flags.dims, index))
+    dims = cast("tuple[str, ...]", flags.dims)  # ntkpipe names its dimensions by str
+    runs = [", ".join(f"{AXIS_SYMBOLS.get(d) or axis_label(d)}={value_text(ds[d].values[i])}" for d, i in zip(dims, index))
             for index in np.argwhere(flags.values)]
     return "; ".join(runs[:shown]) + ("; …" if len(runs) > shown else "")
 

@@ -14,6 +14,7 @@ drawn in any of them) and, per column, how many of its runs diverged.
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.cm
 import numpy as np
 import xarray as xr
 from matplotlib.colors import LogNorm, Normalize
@@ -153,7 +154,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
         axes[0, -1].plot([], [], ls="none", marker=START, color="0.3", label="value at t = 0 (left edge)")
     if (averaged := _averaged(ds, spec)) and any(ax.collections for ax in axes.ravel()):  # a band is drawn
         axes[0, -1].plot([], [], ls="none", label=averaged)
-    if norm is not None:
+    if spec.hue and norm is not None:  # the colour bar of a numeric hue
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue, ds), shrink=0.8)
     order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []

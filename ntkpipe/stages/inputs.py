@@ -43,8 +43,9 @@ def run_data(spec: DataSpec, stages: dict[str, xr.Dataset]) -> Dataset:
         direction = stages["directions"]["directions"].values[spec.directions.nad_index - 1]
     data = load_dataset(spec, direction=direction)
     if spec.labels.kind == "eigenvector_sign":
-        data = data.with_targets(eigenvector_sign_targets(stages["labels"]["eigenvectors"].values,
-                                                          spec.labels.eigen_index))
+        index = spec.labels.eigen_index
+        assert index is not None, "eigenvector_sign labels have an eigen_index (LabelsSpec)"
+        data = data.with_targets(eigenvector_sign_targets(stages["labels"]["eigenvectors"].values, index))
     return data
 
 
@@ -54,6 +55,7 @@ def run_context(spec: RunSpec, stage_paths: dict[str, Path]) -> RunContext:
     data = run_data(spec.data, stages)
     model0 = build_model(spec.model, data.input_shape, output_count(spec.data), spec.seed, data.principal_direction)
     if spec.model.origin is not None:
+        assert isinstance(model0, Linearized), "only linearized model kinds take an origin (ModelBase)"
         model0 = Linearized(origin_network(model0.origin, stages["origin"], spec.model.origin.epochs),
                             centered=True)
     return RunContext(spec, data, model0, stages)
@@ -64,4 +66,4 @@ def origin_network(network, pretrain: xr.Dataset, epochs: int):
     arrays, rest = stored(network)
     flat, unravel = ravel_pytree(arrays)
     theta = pretrain["params"].sel(epoch=epochs).values.astype(np.asarray(flat).dtype)
-    return eqx.combine(unravel(theta), rest)
+    return eqx.combine(unravel(theta), rest)  # pyright: ignore[reportArgumentType]  # jax: unravel takes NumPy too

@@ -58,8 +58,8 @@ def _nad_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
     """The NAD index and the Stein check's vectors ≤ the input dimension (one NAD per coordinate)."""
     d = math.prod(run.data.shape)
     j = run.data.directions.nad_index
-    problems = [(("data", "directions"), f"data.directions.nad_index {j} exceeds the input dimension {d} of "
-                 "data.shape")] if j > d else []
+    problems: list[tuple[tuple, str]] = [(("data", "directions"), f"data.directions.nad_index {j} exceeds the "
+                                          f"input dimension {d} of data.shape")] if j > d else []
     if spec.stein_vectors > d:
         problems.append((("stages", name, "stein_vectors"), f"stein_vectors {spec.stein_vectors} exceeds the {d} "
                          f"NADs of inputs of shape {list(run.data.shape)}; use stein_vectors <= {d}"))

@@ -31,6 +31,7 @@ def pretrain(job: StageJob, out: str | Path) -> Path:
     data = run_data(spec.data, read_stages(job.inputs))
     network = build_model(spec.model, data.input_shape, output_count(spec.data), spec.seed, data.principal_direction)
     run = RunContext(spec, data, network)
+    assert spec.train.epochs is not None, "a pretrain stage trains by epochs (_pretrain_check)"
     every_epoch = spec.train.model_copy(update={"checkpoints": CheckpointSpec(spacing="linear",
                                                                               count=spec.train.epochs)})
 
@@ -58,6 +59,7 @@ def _pretrain_check(name: str, spec, run: RunSpec) -> list[tuple[tuple, str]]:
     if run.train.epochs is None:
         return [(("model", "origin"), "a 'pretrain' origin stores θ_k per epoch: give train.epochs (not steps or "
                  "max_time)")]
+    assert run.model.origin is not None, "the check of the stage that a run's model.origin names"
     k = run.model.origin.epochs
     return [(("model", "origin"), f"model.origin.epochs {k} exceeds train.epochs {run.train.epochs}")] \
         if k > run.train.epochs else []

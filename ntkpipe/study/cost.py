@@ -142,7 +142,9 @@ def study_jobs(plan: StudyPlan) -> list[tuple[str, dict[str, float], int]]:
         features = run_features(job.spec) | {"compile": float(shape not in compiled)}
         compiled.add(shape)
         jobs.append((f"train {job.id}", features, run_memory_mb(job.spec)))
-    jobs += [(f"stage {s.compute} {s.id}", stage_features(s), stage_memory_mb(s.run)) for s in plan.stages.values()]
+    for s in plan.stages.values():
+        assert s.run is not None, "a planned stage job holds the run that reads it"
+        jobs.append((f"stage {s.compute} {s.id}", stage_features(s), stage_memory_mb(s.run)))
     jobs.append((f"aggregate {plan.tag}", {"study_job": 1.0, "study_run": float(len(plan.runs))}, 0))
     jobs += [(f"plot {plan.tag} {name}", {"figure": 1.0}, 0) for name in plan.figure_paths]
     return jobs

@@ -81,7 +81,8 @@ def study_schema() -> dict[str, Any]:
         defs[name + OVERRIDE] = _partial(defs[name])
     root = defs.pop("Study")
     defs.pop("Study" + OVERRIDE)
-    defs.pop("MeasureItem"), defs.pop("MeasureItem" + OVERRIDE)
+    defs.pop("MeasureItem")
+    defs.pop("MeasureItem" + OVERRIDE)
     props = root["properties"]
     props["measure"]["items"] = {"$ref": REF + "Measurement"}
     props["sweep"] = {**_described(props["sweep"]), "$ref": REF + "SweepNode"}
@@ -274,7 +275,7 @@ def _admits_none(annotation) -> bool:
     return True
 
 
-def _field_description(path: tuple[str, ...]) -> str:
+def _field_description(path: tuple[str, ...]) -> str | None:
     if path == ("seed",):
         return StudySpec.model_fields["seed"].description
     candidates = [SWEEPABLE_SECTIONS[path[0]]]
@@ -303,7 +304,9 @@ def _sweep_defs(props: dict) -> dict[str, dict]:
              "additionalProperties": {"type": "object", "minProperties": 1, "additionalProperties": {
                  "description": f"the keys this case overrides ({', '.join(sweep.OVERRIDABLE)})", "type": "object",
                  "additionalProperties": False, "properties": overrides}}}
-    node_doc = inspect.getdoc(sweep).split("\n\n")[1]
+    sweep_doc = inspect.getdoc(sweep)
+    assert sweep_doc is not None, "ntkpipe.lang.sweep documents the sweep grammar"
+    node_doc = sweep_doc.split("\n\n")[1]
     return {
         "SweepGenerator": _generator_schema(),
         "SweepNode": {

@@ -18,7 +18,7 @@ import textwrap
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -183,7 +183,8 @@ def _default_text(node: dict, required: bool) -> str:
 @cache
 def shipped_specs() -> dict[str, dict]:
     """Every shipped spec's parsed mapping, by study name."""
-    return {path.stem: load_with_lines(path)[0] for path in sorted(SPECS.glob("*.yaml"))}
+    return {path.stem: cast(dict, load_with_lines(path)[0])  # each shipped spec is a mapping
+            for path in sorted(SPECS.glob("*.yaml"))}
 
 
 def _snippet(path: tuple[str, ...], value: Any, where: str) -> str:

@@ -13,6 +13,8 @@ the layers end balanced and rank one, W_ℓ = u r_{ℓ+1} r_ℓᵀ with r_1 = β
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ntkpipe.models import MLP
@@ -47,7 +49,8 @@ def linear_ntk_matrix(model: MLP) -> np.ndarray:
     above = [np.full((1,), model.output_scale)]  # κ B_ℓ, built from ℓ = L down
     for w in layers[:0:-1]:
         above.insert(0, above[0] @ w)
-    return sum(c**2 * (b @ b) * (a.T @ a) for c, a, b in zip(model.multipliers, below, above))
+    total = sum(c**2 * (b @ b) * (a.T @ a) for c, a, b in zip(model.multipliers, below, above))
+    return cast(np.ndarray, total)  # a sum over the weight layers, never empty (so never the start value 0)
 
 
 def direction_ratio(m, beta) -> float:

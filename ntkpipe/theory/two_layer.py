@@ -15,6 +15,7 @@ from c₀ = (q₀ + r₀)/2, while q − r decays as e^{−2st}; matching the tw
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ntkpipe.models import MLP
 from ntkpipe.theory.final_kernel import target_modes
@@ -46,7 +47,7 @@ def overlaps(t, q0: float, s: float, r0: float = 0.0) -> tuple[np.ndarray, np.nd
     return q / saturation, r / saturation
 
 
-def teacher_overlaps(w: np.ndarray, a: np.ndarray, beta) -> tuple[float, float]:
+def teacher_overlaps(w: ArrayLike, a: ArrayLike, beta) -> tuple[float, float]:
     """(q, r) = (½[|a|² + βᵀWᵀWβ], aᵀWβ) of a first layer W (hidden, inputs) and a readout a (hidden,)."""
     w, a = np.asarray(w, dtype=np.float64), np.asarray(a, dtype=np.float64)
     wb = w @ np.asarray(beta, dtype=np.float64)

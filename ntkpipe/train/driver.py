@@ -76,6 +76,7 @@ def total_steps(spec: TrainSpec, n_train: int) -> int:
         return spec.steps
     if spec.epochs is not None:
         return spec.epochs * steps_per_epoch(n_train, spec.batch_size)
+    assert spec.max_time is not None, "a TrainSpec gives steps, epochs or max_time"
     return math.ceil(spec.max_time / spec.optimizer.lr - 1e-9)
 
 

@@ -10,6 +10,9 @@ final measurement added later is computed from the store, without retraining, to
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import cast
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -31,7 +34,8 @@ def is_state_variable(name: str) -> bool:
 
 def state_variables(traj: Trajectory) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
     """(dims, values) of what a run store keeps of ``traj``'s final state."""
-    out = {f"{DYNAMICS_PREFIX}{k}": ((), np.asarray(v, np.float64)) for k, v in traj.finals.items()}
+    out: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
+        f"{DYNAMICS_PREFIX}{k}": ((), np.asarray(v, np.float64)) for k, v in traj.finals.items()}
     if traj.model is not None:
         out[PARAMS] = (("parameter",), np.asarray(ravel_pytree(stored(traj.model)[0])[0]))
     return out
@@ -49,9 +53,10 @@ def stored_trajectory(store: xr.Dataset, series: set[str], model0: eqx.Module, d
     """The trajectory a run store records: checkpoints, the ``series`` it holds of those named,
     divergence, the final model rebuilt onto ``model0`` from ``final_params`` (None if the store has
     none: kernel kinds) and the dynamics' numbers."""
-    series = {name: store[name].values for name in store.data_vars if name in series}
+    names = cast("Iterable[str]", store.data_vars)  # ntkpipe names its variables by str
+    held = {name: store[name].values for name in names if name in series}
     model = restored_model(model0, store[PARAMS].values, dtype) if PARAMS in store else None
-    finals = {name.removeprefix(DYNAMICS_PREFIX): float(store[name]) for name in store.data_vars
+    finals = {name.removeprefix(DYNAMICS_PREFIX): float(store[name]) for name in names
               if name.startswith(DYNAMICS_PREFIX)}
     return Trajectory(steps=store["step"].values, time=store["time"].values, epoch=store["epoch"].values,
-                      series=series, diverged=bool(int(store["diverged"])), model=model, finals=finals)
+                      series=held, diverged=bool(int(store["diverged"])), model=model, finals=finals)

@@ -108,7 +108,8 @@ class NetworkStepper:
 
     def init(self, steps: np.ndarray) -> NetworkState:
         self.total = jnp.asarray(int(steps[-1]))
-        return NetworkState(self.diff0, self.direction.init(self.diff0), self.static0)
+        # optax's Params type leaves out registered pytrees such as equinox modules (a stub gap)
+        return NetworkState(self.diff0, self.direction.init(self.diff0), self.static0)  # pyright: ignore[reportArgumentType]
 
     def advance(self, state: NetworkState, done: int, target: int) -> tuple[NetworkState, np.ndarray]:
         diff, opt_state, finite, net_state = _advance(state.diff, state.static, state.opt_state, jnp.asarray(done),

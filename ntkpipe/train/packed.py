@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -181,11 +181,13 @@ class PackedStepper:
         self.static = parts[0][1]
         self.direction = update_direction(spec.optimizer)
         self.diffs0 = stack([d for d, _ in parts])
-        self.opt_states0 = stack([self.direction.init(d) for d, _ in parts])
+        # optax's Params type leaves out registered pytrees such as equinox modules (a stub gap)
+        self.opt_states0 = stack([self.direction.init(d) for d, _ in parts])  # pyright: ignore[reportArgumentType]
         self.multipliers = layer_multipliers(parts[0][0], spec.optimizer, dtype)
         self.chunk = _chunk(self.evals[2], self.y.shape[2])
-        self.options = dict(loss_name=spec.loss, direction=self.direction, schedule=spec.optimizer.schedule,
-                            batch_size=spec.batch_size, chunk=self.chunk)
+        self.options: dict[str, Any] = dict(loss_name=spec.loss, direction=self.direction,
+                                            schedule=spec.optimizer.schedule, batch_size=spec.batch_size,
+                                            chunk=self.chunk)
         self.lr = jnp.stack([jnp.asarray(eta * scale) for eta, scale in zip(etas, lr_scales)])
         self.keys = jnp.stack(list(keys))
 

@@ -56,7 +56,9 @@ class Position:
 
 
 def _is_key(leaf) -> bool:
-    return isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+    # jax.dtypes.issubdtype is public API that jax/dtypes.py re-exports without `as` (a stub gap)
+    return isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(  # pyright: ignore[reportPrivateImportUsage]
+        leaf.dtype, jax.dtypes.prng_key)
 
 
 def _saved(leaf) -> bool:
@@ -121,7 +123,8 @@ def encode(position: Position, identity: dict) -> bytes:
             "records": [len(r) for r in position.records], "record_keys": keys, "seconds": position.seconds,
             "trained": position.trained}
     buffer = io.BytesIO()
-    np.savez(buffer, meta=np.array(json.dumps(meta)), **arrays)
+    # numpy's stub types savez's allow_pickle, which **arrays could name (their keys are dotted paths)
+    np.savez(buffer, meta=np.array(json.dumps(meta)), **arrays)  # pyright: ignore[reportArgumentType]
     return buffer.getvalue()
 
 
