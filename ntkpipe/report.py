@@ -182,7 +182,7 @@ def _claims_section(claims: Path | None) -> list[str]:
     """``## Claims``: each claim's verdict with its numbers (a Markdown table), from the claims CSV."""
     import pandas as pd
 
-    from ntkpipe.claims.render import markdown_table
+    from ntkpipe.verdicts.render import markdown_table
 
     if claims is None or not Path(claims).is_file():
         return []

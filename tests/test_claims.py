@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from ntkpipe.claims.evaluate import claims_dataset, outcome, verdicts
-from ntkpipe.claims.quantity import read_quantity
 from ntkpipe.claims.relations.trends import spearman_rho
 from ntkpipe.cli import main
 from ntkpipe.errors import SpecError
@@ -17,6 +15,8 @@ from ntkpipe.lang.schema import ClaimSpec
 from ntkpipe.layout import RUN, index_runs
 from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
+from ntkpipe.verdicts.evaluate import claims_dataset, outcome, verdicts
+from ntkpipe.verdicts.quantity import read_quantity
 from ntkpipe.workflow import spec_files
 from tests.conftest import REPO, run_snakemake
 

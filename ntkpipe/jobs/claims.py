@@ -1,4 +1,4 @@
-"""The claims job: a study's claims checked against its dataset (:mod:`ntkpipe.claims.evaluate`), written
+"""The claims job: a study's claims checked against its dataset (:mod:`ntkpipe.verdicts.evaluate`), written
 as the claims store (``claim_<name>_measured``, ``_expected``, ``_pass``) and the claims table; failures
 are printed in red with their numbers and never fail the job."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ntkpipe.claims.evaluate import claims_dataset, claims_table, verdicts
-from ntkpipe.claims.render import terminal_lines
 from ntkpipe.layout import open_dataset
 from ntkpipe.store import write_store
 from ntkpipe.study.plan import StudyPlan
+from ntkpipe.verdicts.evaluate import claims_dataset, claims_table, verdicts
+from ntkpipe.verdicts.render import terminal_lines
 
 
 def study_claims(plan: StudyPlan, store: str | Path, table: str | Path) -> Path:

@@ -22,13 +22,8 @@ import numpy as np
 import xarray as xr
 
 from ntkpipe.layout import final_value
-from ntkpipe.measure.registry import VARIABLES, variable_attrs
-
-SUFFIX = "_residual"
-
-
-def residual_name(theory: str) -> str:
-    return f"{theory}{SUFFIX}"
+from ntkpipe.measure.registry import RESIDUAL_SUFFIX as SUFFIX
+from ntkpipe.measure.registry import VARIABLES, residual_name, variable_attrs
 
 
 def residual_attrs(name: str) -> dict[str, str] | None:

@@ -50,6 +50,14 @@ ALWAYS_RECORDED = (Variable("diverged", "diverged", description="1 if at a check
 _OWNER: dict[str, Measurement] = {v.name: m for m in MEASUREMENTS for v in m.variables}
 
 
+RESIDUAL_SUFFIX = "_residual"
+
+
+def residual_name(theory: str) -> str:
+    """The study-dataset variable of a theory's residual against its measurement (:mod:`ntkpipe.jobs.residuals`)."""
+    return f"{theory}{RESIDUAL_SUFFIX}"
+
+
 def variable_attrs(name: str) -> dict[str, str]:
     """CF-style attrs of a registered variable: ``long_name``, ``units`` (where one exists),
     ``description`` (formula and paper equation), and for theory variables ``theory_of`` and

@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 
 from ntkpipe.claims.record import QuantitySpec
 from ntkpipe.claims.relations import RELATIONS
-from ntkpipe.jobs.residuals import residual_name
 from ntkpipe.lang.axes import suggest
 from ntkpipe.lang.schema import StudySpec
-from ntkpipe.measure.registry import TIME_UNITS, Variable
+from ntkpipe.measure.registry import TIME_UNITS, Variable, residual_name
 from ntkpipe.study.checks import _check_variable, _summary_options, _variables, _where_problems
 from ntkpipe.summaries import SUMMARY_KINDS
 

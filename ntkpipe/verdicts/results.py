@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ntkpipe.claims.evaluate import claims_table, verdicts
-from ntkpipe.claims.render import markdown_table
 from ntkpipe.layout import open_dataset
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
+from ntkpipe.verdicts.evaluate import claims_table, verdicts
+from ntkpipe.verdicts.render import markdown_table
 from ntkpipe.workflow import spec_files
 
 BEGIN, END = "<!-- claims:begin (ntkpipe claims --markdown README.md) -->", "<!-- claims:end -->"

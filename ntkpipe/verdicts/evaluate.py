@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ntkpipe.claims.quantity import read_quantity
 from ntkpipe.claims.record import Outcome
 from ntkpipe.claims.relations import RELATIONS
+from ntkpipe.verdicts.quantity import read_quantity
 
 COLUMNS = ["study", "claim", "source", "statement", "regime", "quantity", "relation", "measured", "expected",
            "status", "detail", "tolerance", "figures"]
