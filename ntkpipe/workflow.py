@@ -222,8 +222,8 @@ def merged_runs(jobs: list[RunJob]) -> dict[str, RunJob]:
 def written_directories(index: WorkflowIndex) -> set[Path]:
     """Every directory the jobs of ``index`` write into (stores, figures, logs, the JAX cache)."""
     logs = index.results / "logs"
-    dirs = {jax_cache_dir(index.results), logs / "train", logs / "aggregate", logs / "table", logs / "index",
-            logs / "claims"}
+    dirs = {jax_cache_dir(index.results), logs / "train", logs / "aggregate", logs / "table", logs / "index"}
+    dirs |= {logs / "claims" for plan in index.plans.values() if plan.study.spec.claims}
     dirs |= {job.path.parent for job in index.runs.values()}
     dirs |= {d for job in index.finals.values() for d in (job.path.parent, logs / "finals")}
     dirs |= {d for job in index.stages.values() for d in (job.path.parent, logs / "stages" / job.compute)}
