@@ -785,7 +785,46 @@ class MatrixFigure(Strict):
         return out + check.axis(self.col, ("col",), "col")
 
 
-FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure | MatrixFigure,
+class PhasesFigure(Strict):
+    """The phase table of a ``measured_phase`` summary as a figure (solvable-model Table 1): one row per
+    value of ``rows`` (e.g. scaling), one panel per value of ``col`` (e.g. task), stacked. Each row draws
+    the fitted exponent b ± 2 s of the summary's y in d as a dot coloured by the measured phase, and the
+    exponent p its scaling powers predict as a dashed mark (theory); the right axis names the predicted
+    and the measured phase (✓ when they agree, ✗ in red when not), each panel's title how many agree."""
+
+    name: str
+    """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
+    kind: Literal["phases"]
+    """phases: predicted against measured phase and exponent per group (solvable-model Table 1)"""
+    measured: str
+    """the measured_phase summary (its <name>_exponent, _exponent_stderr and _predicted_exponent are drawn)"""
+    predicted: str
+    """the predicted_phase summary, over the same groups"""
+    rows: str
+    """a sweep axis: one row per value (e.g. scaling)"""
+    col: str | None = None
+    """a sweep axis: one panel per value (e.g. task), stacked"""
+    where: dict[str, Any] = {}
+    """selection before drawing, {axis or dimension: value} (e.g. {depth: 3}, {output: 0})"""
+    title: str | None = None
+    """the title drawn above the figure (default: the study name and the figure name)"""
+    reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
+
+    plotter: ClassVar[str] = "ntkpipe.plots.phases:plot_phases"
+
+    def plotted(self) -> list[str]:
+        return [self.measured, self.predicted]
+
+    def problems(self, check) -> list:
+        out = check.variable(self.predicted, ("scalar",), ("predicted",))
+        for suffix in ("", "_exponent", "_exponent_stderr", "_predicted_exponent"):
+            if check.variable(self.measured + suffix, ("scalar",), ("measured",)):
+                return out + check.problem(("measured",), f"{self.measured!r} is not a measured_phase summary of "
+                                                          "this study (add one under 'summaries')")
+        return out + check.axis(self.rows, ("rows",), "rows") + check.axis(self.col, ("col",), "col")
+
+
+FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure | MatrixFigure | PhasesFigure,
                        Field(discriminator="kind")]
 FIGURE_KINDS: dict[str, type[BaseModel]] = {get_args(m.model_fields["kind"].annotation)[0]: m
                                             for m in get_args(get_args(FigureSpec)[0])}
