@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from pydantic import TypeAdapter
 
+from ntkpipe.errors import SpecError
 from ntkpipe.jobs.aggregate import aggregate_study
 from ntkpipe.jobs.plot import draw_figure, plot_figure
 from ntkpipe.lang.schema import FigureSpec, MatrixFigure, StudySpec
@@ -22,6 +23,7 @@ from ntkpipe.plots import PLOTTERS
 from ntkpipe.plots.checks import EMPTY_PANEL, draw, drawn_tick_labels, figure_defects, legends, line_style
 from ntkpipe.plots.finish import finish_figure, integer_ticks, separate_coincident_lines, thin_tick_labels, wrap_to
 from ntkpipe.plots.style import hue_label, new_figure, save
+from ntkpipe.study.load import load_study
 from tests.conftest import run_study_jobs
 
 SIGMAS = [0.5, 1.0]
@@ -560,3 +562,23 @@ def test_log_ticks_and_hue_labels_write_integers_as_integers():
     assert [hue_label("width", np.float64(2048.0)), hue_label("sigma", 0.25), hue_label("lr", 0.01),
             hue_label("lr", 3e-6), hue_label("lr", 1e-7), hue_label("sigma", 1 / 3)] == [
         "N = 2048", "σ = 0.25", "η = 0.01", "η = 3×10⁻⁶", "η = 10⁻⁷", "σ = 0.333"]
+
+
+def test_sweep_col_draws_a_panel_per_value_and_marks_x_at_it(tmp_path):
+    """kernel_rotation/rotation: one panel per task index j, the gain α_T/α_0 against i with i = j
+    marked; a j beyond the measured i says so in its panel's title (Linearized networks Figs. 15–16)."""
+    i = np.arange(1, 11)
+    gain = np.ones((3, 10)) + (i[None, :] == np.array([2, 5, 50])[:, None])
+    ds = xr.Dataset({"rotation": (("eigen_index", "eigenfunction"), gain)},
+                    coords={"eigen_index": [2, 5, 50], "eigenfunction": i})
+    spec = TypeAdapter(FigureSpec).validate_python({"name": "r", "kind": "sweep", "x": "eigenfunction", "y": "rotation",
+                                                    "col": "eigen_index", "mark_col": True})
+    fig = PLOTTERS["sweep"](ds, spec, "rotation")
+    assert figure_defects(fig) == []
+    assert [ax.get_title() for ax in fig.axes] == ["j = 2", "j = 5", "j = 50 (beyond the x range measured)"]
+    marks = [[line.get_xdata()[0] for line in ax.get_lines() if line.get_label() == "i = j"] for ax in fig.axes]
+    assert marks == [[2.0], [5.0], []]
+    path = tmp_path / "s.yaml"
+    path.write_text(DIVERGING + "  - {name: t2, kind: sweep, x: sigma, y: t_half, mark_col: true}\n")
+    with pytest.raises(SpecError, match="mark_col marks x at each panel's col value: add col"):
+        load_study(path)

@@ -584,8 +584,8 @@ class SweepFigure(Strict):
     """y against x — a sweep axis or a dimension of y (e.g. ``spectrum_index``) — one colour per
     value of ``hue`` (mean ± sd over the remaining dimensions, dots for single runs); several y
     variables share the colours and differ in line style; ``theory`` is drawn dashed; ``fit`` puts
-    the fitted exponent of each line in the legend. Series are taken at their last time.
-    ``reference`` selects other runs (sweep axis: value) whose mean is drawn as a dashed line."""
+    the fitted exponent of each line in the legend. Series are taken at their last time. ``col``
+    gives a panel per value of a sweep axis (``mark_col`` marks x at that value). ``reference`` selects other runs (sweep axis: value) whose mean is drawn as a dashed line."""
 
     name: str
     """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
@@ -597,6 +597,11 @@ class SweepFigure(Strict):
     """the variable (or list of variables) drawn; a series is taken at its last time"""
     hue: str | None = None
     """a sweep axis or dimension: one colour per value"""
+    col: str | None = None
+    """a sweep axis: one panel (column) per value of it, e.g. the architecture or the task index j"""
+    mark_col: bool = Field(False, exclude_if=lambda v: not v,
+                           description="draw a thin vertical line at x = the panel's col value, where x and col "
+                                       "count the same thing (e.g. eigenfunction index i = task index j)")
     theory: str | None = None
     """a variable drawn dashed next to y (e.g. t_half_theory)"""
     fit: Literal["power_law", "log_law"] | None = None
@@ -624,6 +629,9 @@ class SweepFigure(Strict):
         ys = self.plotted()
         out = [p for v in ys + [self.theory] for p in check.variable(v, ANY_VARIABLE, ("y",))]
         out += check.dim(self.x, ys, ("x",), "x") + check.dim(self.hue, ys, ("hue",), "hue")
+        out += check.axis(self.col, ("col",), "col")
+        if self.mark_col and self.col is None:
+            out += check.problem(("mark_col",), "mark_col marks x at each panel's col value: add col")
         if self.logx and (labels := check.labels(self.x)):
             out += check.problem(("logx",), f"x {self.x!r} takes labels ({', '.join(labels)}), which have no log "
                                             "scale; remove logx (or set it to false)")
