@@ -17,7 +17,7 @@ AXIS_LABELS = {
     "pretrain_epochs": "pretraining epochs k", "checkpoint": "checkpoint", "architecture": "architecture",
     "lr_ratio": "learning-rate ratio η_u / η_W",
 }
-AXIS_SYMBOLS = {"sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
+AXIS_SYMBOLS = {"eigenfunction": "i", "sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
                 "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k", "nad_index": "j",
                 "pretrain_epochs": "k"}
 TIME_LABEL = "time t = η · step"

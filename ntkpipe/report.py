@@ -72,6 +72,7 @@ def _drawn(f: FigureSpec) -> str:
     if f.kind == "sweep":
         return (f"{', '.join(variable_label(y) for y in f.plotted())} against {axis_label(f.x)}"
                 + (f", one line per {axis_label(f.hue)}" if f.hue else "")
+                + (f", one panel per {axis_label(f.col)}" if f.col else "")
                 + " (mean ± sd band over the other axes, dots for single runs)"
                 + (f"; the {f.fit.replace('_', ' ')} fitted to each line is drawn thin" if f.fit else ""))
     if f.kind == "time_series":
@@ -89,6 +90,12 @@ def _drawn(f: FigureSpec) -> str:
     if f.kind == "matrix":
         return (f"{variable_label(f.variable)} as a heat map, averaged over seeds"
                 + (f", one panel per {axis_label(f.col)}" if f.col else ""))
+    if f.kind == "phases":
+        return (f"the phase table of {f.measured}: one row per {axis_label(f.rows)}"
+                + (f", one panel per {axis_label(f.col)}" if f.col else "")
+                + "; the exponent in d fitted to its runs with ±2 standard errors, coloured by the measured phase, "
+                  "beside the exponent the scaling predicts (dashed); the right axis gives the predicted and measured "
+                  "phase (✓ agree, ✗ disagree)")
     raise KeyError(f.kind)
 
 
@@ -150,7 +157,23 @@ def study_index(plan: StudyPlan, figures: dict[str, Path], table: Path, claims: 
     lines += ["## Table", "", f"[`{Path(table).name}`]({Path(table).name}): {rows} row{'s' if rows != 1 else ''}, "
               "every scalar variable, final value of each series and every string variable, averaged over seeds "
               "per sweep point.", ""]
+    lines += _phase_section(plan.phase_table_path)
     return "\n".join(lines + _claims_section(claims))
+
+
+def _phase_section(path: Path | None) -> list[str]:
+    """The phase table's link, row count and how many phases agree (none without one)."""
+    if path is None:
+        return []
+    import pandas as pd
+
+    if not Path(path).is_file():
+        return [f"[`{Path(path).name}`]({Path(path).name}): the phase table (not made yet).", ""]
+    frame = pd.read_csv(path)
+    agree = int(frame["agree"].astype(str).str.lower().eq("true").sum())
+    return [f"[`{Path(path).name}`]({Path(path).name}): the phase table (solvable-model Table 1), {len(frame)} rows "
+            "(one per group of the measured_phase summary): predicted phase and exponent p, fitted exponent b ± s, "
+            f"measured phase; the phases agree in {agree} of {len(frame)}.", ""]
 
 
 def _claim_verdicts(claims: Path | None) -> dict[str, dict]:

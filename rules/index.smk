@@ -8,6 +8,7 @@ rule index:
         figures=lambda wc: [str(p) for p in INDEX.plans[wc.tag].figure_paths.values()],
         table=lambda wc: str(INDEX.plans[wc.tag].table_path),
         claims=lambda wc: [str(INDEX.plans[wc.tag].claims_table_path)] if INDEX.plans[wc.tag].study.spec.claims else [],
+        phases=lambda wc: [str(p)] if (p := INDEX.plans[wc.tag].phase_table_path) else [],
     output:
         report(f"{RESULTS}/{{tag}}/index.md", caption="../report/caption.rst", category="{tag}",
                subcategory="index", labels={"item": "index"}),

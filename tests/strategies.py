@@ -532,8 +532,14 @@ def _fig_matrix(draw, variables, axes, numeric):
     return {"kind": "matrix", "variable": draw(st.sampled_from(matrices))}
 
 
+def _fig_phases(draw, variables, axes, numeric):
+    """None: a phases figure reads a measured_phase summary, which the generated summaries may lack
+    (tests/test_plots.py and the phase_diagram study draw it)."""
+    return None
+
+
 FIGURE_BUILDERS = {"sweep": _fig_sweep, "time_series": _fig_time_series, "scatter": _fig_scatter,
-                   "images": _fig_images, "matrix": _fig_matrix}
+                   "images": _fig_images, "matrix": _fig_matrix, "phases": _fig_phases}
 
 
 def _figures(draw, measure: list, axes: list[str], numeric: list[str]) -> list[dict]:

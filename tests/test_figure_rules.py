@@ -305,3 +305,20 @@ def test_png_metadata_and_the_study_index(tmp_path, repo):
     assert f"Reproduces: {spec.reproduces}." in index and caption in index
     assert "- axes 0: legend covers data ('a')" in index  # the checker's defects, read from the PNG
     assert "[`t.csv`](t.csv): 3 rows" in index
+
+
+def test_checker_flags_a_colour_bar_replacing_a_legend():
+    """Five targets (categories) drawn in a viridis ramp with a colour bar and no legend
+    (two_layer_components/digits_output3, eigenfunction_tasks/training_curves before the fix): the
+    checker asks for a legend; the time-series figure of many σ values keeps its colour bar unflagged."""
+    import matplotlib
+
+    fig, axes = new_figure(1, 1)
+    t = np.linspace(0.0, 1.0, 20)
+    for k in range(5):
+        axes[0, 0].plot(t, t * (k + 1), color=matplotlib.colormaps["viridis"](k / 4))
+    fig.colorbar(matplotlib.cm.ScalarMappable(cmap="viridis"), ax=axes, label="target")
+    finish_figure(fig, "outputs per target")
+    assert any("colour bar tells 5 unlabelled line colours apart" in d for d in figure_defects(fig))
+    make, settings = FIGURES["time_series_colour_bar"]
+    assert not [d for d in figure_defects(drawn(make(), settings)) if "colour bar" in d]

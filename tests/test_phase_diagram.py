@@ -7,13 +7,17 @@ from types import SimpleNamespace
 
 import jax
 import numpy as np
+import pandas as pd
 import pytest
 
 from ntkpipe import train_run
 from ntkpipe.errors import SpecError
 from ntkpipe.jobs import aggregate_study
+from ntkpipe.jobs.plot import draw_figure
+from ntkpipe.jobs.table import phase_table_file
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.ntk import empirical_ntk, flatten_gram
+from ntkpipe.plots.checks import figure_defects
 from ntkpipe.stages import run_context
 from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study
@@ -105,6 +109,10 @@ summaries:
   - {name: measured_phase, kind: measured_phase, x: d, y: relative_kernel_change, by: scaling,
      exponent: kernel_change_exponent}
 """
+FIGURE = """\
+figures:
+  - {name: phases, kind: phases, measured: measured_phase, predicted: predicted_phase, rows: scaling}
+"""
 
 
 def _load(tmp_path, text):
@@ -163,11 +171,11 @@ def test_relative_kernel_change_is_the_frobenius_change_of_the_train_gram(tmp_pa
 @pytest.mark.computes("summary:predicted_phase", "summary:measured_phase", "summary:power_law",
                       "relative_kernel_change")
 def test_phase_study_end_to_end(tmp_path):
-    plan = plan_study(_load(tmp_path, STUDY), tmp_path / "results")
+    plan = plan_study(_load(tmp_path, STUDY + FIGURE), tmp_path / "results")
     for job in plan.runs:
         if not job.path.exists():
             train_run(job, job.path)
-    ds = read_store(aggregate_study(plan, tmp_path / "study.zarr")).load()
+    ds = read_store(aggregate_study(plan, plan.dataset_path)).load()
     assert ds["relative_kernel_change"].dims == ("scaling", "d")
     assert list(ds["predicted_phase"].values) == ["kernel", "learning"]
     assert list(ds["measured_phase"].values) == ["kernel", "learning"]
@@ -177,6 +185,17 @@ def test_phase_study_end_to_end(tmp_path):
     assert list(ds["measured_phase_predicted_exponent"].values) == [-1.0, 0.0]
     np.testing.assert_array_equal(ds["measured_phase_exponent"].values, ds["kernel_change_exponent"].values)
     np.testing.assert_array_equal(ds["measured_phase_exponent_stderr"].values, ds["kernel_change_exponent_stderr"].values)
+    # the phase table (Table 1): one row per scaling, every column, and its figure without defects
+    table = pd.read_csv(phase_table_file(plan, tmp_path / "phases.csv"))
+    assert list(table.columns) == ["scaling", "predicted_phase", "predicted_exponent", "measured_exponent",
+                                   "measured_exponent_stderr", "measured_phase", "agree"]
+    assert table["scaling"].tolist() == ["ntk", "mean_field"] and table["agree"].tolist() == [True, True]
+    np.testing.assert_allclose(table["measured_exponent"], ds["kernel_change_exponent"].values, rtol=1e-3)
+    fig = draw_figure(plan, "phases")
+    assert figure_defects(fig) == []
+    (right,) = [ax for ax in fig.axes if ax.get_ylabel() == "predicted / measured phase"]
+    assert [t.get_text() for t in right.get_yticklabels()] == ["kernel / kernel ✓", "learning / learning ✓"]
+    assert "agree in 2 of 2" in fig.axes[0].get_title()
 
 
 # specs/phase_diagram.yaml's linear task at d ≤ 16, with the scaling QUOTED beside Table 1's NTK column

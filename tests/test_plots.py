@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from pydantic import TypeAdapter
 
+from ntkpipe.errors import SpecError
 from ntkpipe.jobs.aggregate import aggregate_study
 from ntkpipe.jobs.plot import draw_figure, plot_figure
 from ntkpipe.lang.schema import FigureSpec, MatrixFigure, StudySpec
@@ -22,6 +23,7 @@ from ntkpipe.plots import PLOTTERS
 from ntkpipe.plots.checks import EMPTY_PANEL, draw, drawn_tick_labels, figure_defects, legends, line_style
 from ntkpipe.plots.finish import finish_figure, integer_ticks, separate_coincident_lines, thin_tick_labels, wrap_to
 from ntkpipe.plots.style import hue_label, new_figure, save
+from ntkpipe.study.load import load_study
 from tests.conftest import run_study_jobs
 
 SIGMAS = [0.5, 1.0]
@@ -241,6 +243,27 @@ def images_dataset() -> xr.Dataset:
                       coords={"architecture": ["lenet", "mlp"]})
 
 
+def phases_dataset() -> xr.Dataset:
+    """A measured_phase summary over task × scaling (grid layout): one phase that disagrees, one group
+    whose runs all diverged (no fit), one exponent with a zero standard error (lazy training)."""
+    scalings = ["ntk_fixed_lr", "mean_field_stable_lr", "kaiming_fixed_lr", "lazy_corollary2"]
+    measured = [["kernel", "learning", "unstable", "learning"], ["kernel", "kernel", "unstable", "learning"]]
+    predicted = [["kernel", "learning", "unstable", "learning"]] * 2
+    b = [[-1.01, 0.015, np.nan, -9e-17], [-0.88, -0.5, np.nan, 2e-16]]
+    s = [[0.056, 0.025, np.nan, 7e-18], [0.03, 0.1, np.nan, 8e-17]]
+    p = [[-1.0, 0.0, -2.0, 0.0]] * 2
+    dims = ("task", "scaling")
+    return xr.Dataset({"measured_phase": (dims, measured), "predicted_phase": (dims, predicted),
+                       "measured_phase_exponent": (dims, b), "measured_phase_exponent_stderr": (dims, s),
+                       "measured_phase_predicted_exponent": (dims, p), "diverged": (dims, [[0, 0, 1, 0]] * 2),
+                       "run_id": (dims, [["a", "b", "c", "d"], ["e", "f", "g", "h"]])},
+                      coords={"task": ["linear", "digits"], "scaling": scalings})
+
+
+PHASES = {"kind": "phases", "measured": "measured_phase", "predicted": "predicted_phase", "rows": "scaling",
+          "col": "task"}
+
+
 FIGURES = {  # every figure kind, with data that made the old figures defective
     "sweep_coincident_integer_depth": (sweep_dataset, {"kind": "sweep", "x": "depth", "y": "final_ntk_ratio",
                                                        "hue": "dataset", "theory": "final_ntk_ratio_theory"}),
@@ -255,7 +278,25 @@ FIGURES = {  # every figure kind, with data that made the old figures defective
                                   "y": ["prediction_final_ntk", "prediction_init_ntk"]}),
     "matrix": (ksm_dataset, {"kind": "matrix", "variable": "ksm", "col": "sigma"}),
     "images": (images_dataset, {"kind": "images", "variable": "nad_directions", "rows": "architecture"}),
+    "phases": (phases_dataset, PHASES),
 }
+
+
+def test_phases_figure_names_each_phase_and_marks_disagreement():
+    """Solvable-model Table 1 as a figure: per task a panel, per scaling a row; the fitted exponent
+    ± 2 s.e. in the measured phase's colour, the predicted exponent dashed, the phases on the right
+    axis (✗ in red where they disagree), and how many agree in each title."""
+    fig = PLOTTERS["phases"](phases_dataset(), TypeAdapter(FigureSpec).validate_python({"name": "p", **PHASES}), "t")
+    assert figure_defects(fig) == []
+    linear, digits = (ax for ax in fig.axes if ax.get_title())
+    assert "agree in 4 of 4" in linear.get_title() and "agree in 3 of 4" in digits.get_title()
+    right = [ax for ax in fig.axes if ax.get_ylabel() == "predicted / measured phase"][1]
+    labels = right.get_yticklabels()
+    assert labels[1].get_text() == "learning / kernel ✗" and labels[1].get_color() == "tab:red"
+    assert labels[0].get_text() == "kernel / kernel ✓"
+    (dot,) = [line for line in digits.get_lines() if line.get_marker() == "o" and line.get_ydata()[0] == 1]
+    assert dot.get_xdata()[0] == -0.5 and dot.get_color() == "tab:blue"  # measured kernel
+    assert any("no fit" in t.get_text() for t in digits.texts)  # kaiming fixed lr: every run diverged
 
 
 def test_every_figure_kind_is_checked():
@@ -334,6 +375,9 @@ def single_run_datasets() -> dict[str, tuple[xr.Dataset, dict]]:
         "images": (xr.Dataset({"nad_directions": (("nad", "row", "column", "channel"),
                                                   rng.standard_normal((4, 6, 6, 1))), **one}),
                    {"kind": "images", "variable": "nad_directions", "count": 4}),
+        "phases": (xr.Dataset({"measured_phase": "kernel", "predicted_phase": "kernel", "measured_phase_exponent": -1.0,
+                               "measured_phase_exponent_stderr": 0.05, "measured_phase_predicted_exponent": -1.0, **one}),
+                   {"kind": "phases", "measured": "measured_phase", "predicted": "predicted_phase", "rows": "scaling"}),
     }
 
 
@@ -400,7 +444,7 @@ def test_every_figure_kind_says_why_it_is_empty_when_every_run_diverged(case, tm
     assert figure_defects(fig) == []
     log = settings["kind"] in ("sweep", "time_series")
     what = "no finite positive values to draw on a log axis" if log else "no finite values to draw"
-    per_panel = settings.get("col") or settings.get("rows")
+    per_panel = settings.get("col") or (settings["kind"] == "images" and settings.get("rows"))
     expected = ([f"{what} (1 of 1 runs diverged)"] * 3 if per_panel  # the panel's title names its σ
                 else [f"{what} (3 of 3 runs diverged: σ=0.5; σ=1; σ=2)"])
     panels = {"time_series": 2, "time_series_col": 2}.get(case, 1)  # a text in each (loss, alignment) row
@@ -518,3 +562,23 @@ def test_log_ticks_and_hue_labels_write_integers_as_integers():
     assert [hue_label("width", np.float64(2048.0)), hue_label("sigma", 0.25), hue_label("lr", 0.01),
             hue_label("lr", 3e-6), hue_label("lr", 1e-7), hue_label("sigma", 1 / 3)] == [
         "N = 2048", "σ = 0.25", "η = 0.01", "η = 3×10⁻⁶", "η = 10⁻⁷", "σ = 0.333"]
+
+
+def test_sweep_col_draws_a_panel_per_value_and_marks_x_at_it(tmp_path):
+    """kernel_rotation/rotation: one panel per task index j, the gain α_T/α_0 against i with i = j
+    marked; a j beyond the measured i says so in its panel's title (Linearized networks Figs. 15–16)."""
+    i = np.arange(1, 11)
+    gain = np.ones((3, 10)) + (i[None, :] == np.array([2, 5, 50])[:, None])
+    ds = xr.Dataset({"rotation": (("eigen_index", "eigenfunction"), gain)},
+                    coords={"eigen_index": [2, 5, 50], "eigenfunction": i})
+    spec = TypeAdapter(FigureSpec).validate_python({"name": "r", "kind": "sweep", "x": "eigenfunction", "y": "rotation",
+                                                    "col": "eigen_index", "mark_col": True})
+    fig = PLOTTERS["sweep"](ds, spec, "rotation")
+    assert figure_defects(fig) == []
+    assert [ax.get_title() for ax in fig.axes] == ["j = 2", "j = 5", "j = 50 (beyond the x range measured)"]
+    marks = [[line.get_xdata()[0] for line in ax.get_lines() if line.get_label() == "i = j"] for ax in fig.axes]
+    assert marks == [[2.0], [5.0], []]
+    path = tmp_path / "s.yaml"
+    path.write_text(DIVERGING + "  - {name: t2, kind: sweep, x: sigma, y: t_half, mark_col: true}\n")
+    with pytest.raises(SpecError, match="mark_col marks x at each panel's col value: add col"):
+        load_study(path)

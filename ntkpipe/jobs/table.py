@@ -58,3 +58,12 @@ def study_table(plan: StudyPlan, out: str | Path) -> Path:
     """Write :func:`summary_table` of ``plan``'s dataset to ``out`` (CSV, 4 significant digits)."""
     summary_table(plan).to_csv(out, float_format="%.4g")
     return Path(out)
+
+
+def phase_table_file(plan: StudyPlan, out: str | Path) -> Path:
+    """Write the phase table of ``plan``'s dataset (:func:`ntkpipe.summaries.phases.phase_table`: one row
+    per group of each measured_phase summary, e.g. task × scaling, every row) to ``out`` (CSV)."""
+    from ntkpipe.summaries.phases import phase_table
+
+    phase_table(read_store(plan.dataset_path), plan.study).to_csv(out, index=False, float_format="%.4g")
+    return Path(out)

@@ -592,8 +592,8 @@ class SweepFigure(Strict):
     """y against x — a sweep axis or a dimension of y (e.g. ``spectrum_index``) — one colour per
     value of ``hue`` (mean ± sd over the remaining dimensions, dots for single runs); several y
     variables share the colours and differ in line style; ``theory`` is drawn dashed; ``fit`` puts
-    the fitted exponent of each line in the legend. Series are taken at their last time.
-    ``reference`` selects other runs (sweep axis: value) whose mean is drawn as a dashed line."""
+    the fitted exponent of each line in the legend. Series are taken at their last time. ``col``
+    gives a panel per value of a sweep axis (``mark_col`` marks x at that value). ``reference`` selects other runs (sweep axis: value) whose mean is drawn as a dashed line."""
 
     name: str
     """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
@@ -605,6 +605,11 @@ class SweepFigure(Strict):
     """the variable (or list of variables) drawn; a series is taken at its last time"""
     hue: str | None = None
     """a sweep axis or dimension: one colour per value"""
+    col: str | None = None
+    """a sweep axis: one panel (column) per value of it, e.g. the architecture or the task index j"""
+    mark_col: bool = Field(False, exclude_if=lambda v: not v,
+                           description="draw a thin vertical line at x = the panel's col value, where x and col "
+                                       "count the same thing (e.g. eigenfunction index i = task index j)")
     theory: str | None = None
     """a variable drawn dashed next to y (e.g. t_half_theory)"""
     fit: Literal["power_law", "log_law"] | None = None
@@ -632,6 +637,9 @@ class SweepFigure(Strict):
         ys = self.plotted()
         out = [p for v in ys + [self.theory] for p in check.variable(v, ANY_VARIABLE, ("y",))]
         out += check.dim(self.x, ys, ("x",), "x") + check.dim(self.hue, ys, ("hue",), "hue")
+        out += check.axis(self.col, ("col",), "col")
+        if self.mark_col and self.col is None:
+            out += check.problem(("mark_col",), "mark_col marks x at each panel's col value: add col")
         if self.logx and (labels := check.labels(self.x)):
             out += check.problem(("logx",), f"x {self.x!r} takes labels ({', '.join(labels)}), which have no log "
                                             "scale; remove logx (or set it to false)")
@@ -793,7 +801,46 @@ class MatrixFigure(Strict):
         return out + check.axis(self.col, ("col",), "col")
 
 
-FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure | MatrixFigure,
+class PhasesFigure(Strict):
+    """The phase table of a ``measured_phase`` summary as a figure (solvable-model Table 1): one row per
+    value of ``rows`` (e.g. scaling), one panel per value of ``col`` (e.g. task), stacked. Each row draws
+    the fitted exponent b ± 2 s of the summary's y in d as a dot coloured by the measured phase, and the
+    exponent p its scaling powers predict as a dashed mark (theory); the right axis names the predicted
+    and the measured phase (✓ when they agree, ✗ in red when not), each panel's title how many agree."""
+
+    name: str
+    """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
+    kind: Literal["phases"]
+    """phases: predicted against measured phase and exponent per group (solvable-model Table 1)"""
+    measured: str
+    """the measured_phase summary (its <name>_exponent, _exponent_stderr and _predicted_exponent are drawn)"""
+    predicted: str
+    """the predicted_phase summary, over the same groups"""
+    rows: str
+    """a sweep axis: one row per value (e.g. scaling)"""
+    col: str | None = None
+    """a sweep axis: one panel per value (e.g. task), stacked"""
+    where: dict[str, Any] = {}
+    """selection before drawing, {axis or dimension: value} (e.g. {depth: 3}, {output: 0})"""
+    title: str | None = None
+    """the title drawn above the figure (default: the study name and the figure name)"""
+    reproduces: str | None = Field(None, exclude_if=lambda v: v is None, description=REPRODUCES)
+
+    plotter: ClassVar[str] = "ntkpipe.plots.phases:plot_phases"
+
+    def plotted(self) -> list[str]:
+        return [self.measured, self.predicted]
+
+    def problems(self, check) -> list:
+        out = check.variable(self.predicted, ("scalar",), ("predicted",))
+        for suffix in ("", "_exponent", "_exponent_stderr", "_predicted_exponent"):
+            if check.variable(self.measured + suffix, ("scalar",), ("measured",)):
+                return out + check.problem(("measured",), f"{self.measured!r} is not a measured_phase summary of "
+                                                          "this study (add one under 'summaries')")
+        return out + check.axis(self.rows, ("rows",), "rows") + check.axis(self.col, ("col",), "col")
+
+
+FigureSpec = Annotated[SweepFigure | TimeSeriesFigure | ScatterFigure | ImagesFigure | MatrixFigure | PhasesFigure,
                        Field(discriminator="kind")]
 
 

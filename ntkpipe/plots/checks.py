@@ -14,7 +14,9 @@
 * a text with markup a reader sees raw (``φ_j``, ``K_V^{c,c}``, an id such as ``model_case``)
   or mathtext matplotlib cannot render;
 * more than one legend;
-* a fitted exponent or slope in a legend with no fitted curve (gid :data:`FIT`) drawn.
+* a fitted exponent or slope in a legend with no fitted curve (gid :data:`FIT`) drawn;
+* a colour bar telling apart lines of at most :data:`LEGEND_COLOURS` colours (a few categories or
+  values read off a legend; a colour bar is for many ordered values).
 
 Only what is drawn counts: invisible artists, empty texts and ticks outside the view are skipped.
 """
@@ -28,6 +30,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis, XAxis, YAxis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.path import Path
@@ -58,7 +61,8 @@ def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
         defects += [f"{name}: {m}" for m in _legend_over_data(ax, renderer)]
         defects += [f"{name}: {m}" for m in _dashes_not_theory(ax)]
         defects += [f"{name}: y range set by theory: {m}" for m in [theory_range(ax)] if m]
-    return defects + _unlisted_lines(fig) + _markup(fig) + _legend_count(fig) + _fit_without_line(fig)
+    return (defects + _unlisted_lines(fig) + _markup(fig) + _legend_count(fig) + _fit_without_line(fig)
+            + _colour_bar_for_few(fig))
 
 
 def draw(fig: Figure):
@@ -339,3 +343,19 @@ def _fit_without_line(fig: Figure) -> list[str]:
 def _short_text(s: str) -> str:
     s = " ".join(s.split())
     return repr(s if len(s) <= 60 else s[:57] + "...")
+
+
+LEGEND_COLOURS = 12
+"""Lines of at most this many colours are told apart by a legend, not a colour bar."""
+
+
+def _colour_bar_for_few(fig: Figure) -> list[str]:
+    bars = [ax for ax in fig.axes if hasattr(ax, "_colorbar")]
+    if not bars:
+        return []
+    colours = {to_hex(line.get_color()) for ax in fig.axes if ax not in bars for line in data_lines(ax)
+               if line.get_gid() not in (THEORY, FIT) and str(line.get_label()).startswith("_")}
+    if 2 <= len(colours) <= LEGEND_COLOURS:
+        return [f"a colour bar tells {len(colours)} unlabelled line colours apart: list them in a legend "
+                f"(a colour bar is for more than {LEGEND_COLOURS} ordered values)"]
+    return []

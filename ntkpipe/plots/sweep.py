@@ -5,7 +5,8 @@ a series measurement is taken at its last finite time. Diverged runs are not dra
 how many in the legend), nor are points a log axis cannot show (≤ 0); a figure with nothing to
 draw says why in the panel. Several y variables with a hue go to one panel each (train and test
 accuracy do not overlap); without a hue they share a panel in colours of their own and differ in
-marker. One legend for the figure, titled by the hue axis. ``theory`` is drawn dashed in a darker shade of the colour (dashes mean theory, only theory); ``fit``
+marker. ``col`` gives a column of panels per value of a sweep axis (``mark_col``: a thin grey line at
+x = that value, e.g. i = j). One legend for the figure, titled by the hue axis. ``theory`` is drawn dashed in a darker shade of the colour (dashes mean theory, only theory); ``fit``
 draws the fitted curve thin over the range fitted and adds its exponent (power law) or slope in ln x
 (log law, naming the x axis) with its standard error to the legend -- or why there is no fit.
 """
@@ -60,12 +61,20 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
     hues = axis_values(ds, spec.hue) if spec.hue else [None]
     x_values = axis_values(ds, spec.x)
     panels = [[y] for y in ys] if spec.hue and len(ys) > 1 else [ys]  # colours tell hues apart: y by panel
-    fig, axes = new_figure(1, len(panels), width=5.4 if len(panels) == 1 else 4.4, height=4.1)
-    for ax, names in zip(axes[0], panels):
-        _panel(ax, ds, spec, names, hues, x_values, reference)
+    cols = axis_values(ds, spec.col) if spec.col else [None]
+    grid = (len(panels), len(cols)) if spec.col else (1, len(panels))  # col: a column each, y down the rows
+    width = 5.4 if grid == (1, 1) else 4.4 if grid[1] <= 3 else 3.4
+    fig, axes = new_figure(*grid, width=width, height=4.1 if grid[0] == 1 else 3.4)
+    for j, c in enumerate(cols):
+        sub = sub_grid(ds, {spec.col: c}) if spec.col else ds
+        for i, names in enumerate(panels):
+            ax = axes[i, j] if spec.col else axes[0, i]
+            _panel(ax, sub, spec, names, hues, x_values, reference)
+            beyond = _mark(ax, c, spec) if spec.mark_col and spec.col else ""
+            if spec.col and i == 0:
+                ax.set_title(hue_label(spec.col, c) + beyond, fontsize=10)
+            explain_empty(ax, sub)
     note_diverged(axes[0, -1], ds)
-    for ax in axes[0]:
-        explain_empty(ax, ds)
     order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
     return finish_figure(fig, title, figure_legend(axes, order, title=axis_label(spec.hue, ds) if spec.hue else None))
 
@@ -113,6 +122,17 @@ def _panel(ax, ds: xr.Dataset, spec, names: list[str], hues: list, x_values: lis
     ax.set_ylabel(spec.ylabel if spec.ylabel and len(names) == len(spec.plotted()) else
                   " / ".join(variable_label(v) for v in names))
     ax.grid(True, which="major", alpha=0.3)
+
+
+def _mark(ax, value, spec) -> str:
+    """A thin grey vertical line at x = ``value`` (the panel's col value: e.g. i = j); when the x axis
+    does not reach it, the note for the panel's title instead (else "")."""
+    lo, hi = ax.get_xlim()
+    if lo <= float(value) <= hi:
+        sym = AXIS_SYMBOLS.get(spec.col) or axis_label(spec.col)
+        ax.axvline(float(value), color="0.45", lw=1.0, zorder=1, label=f"{AXIS_SYMBOLS.get(spec.x) or 'x'} = {sym}")
+        return ""
+    return " (beyond the x range measured)"
 
 
 def _fit_name(fit: str, x: str, ds: xr.Dataset) -> str:

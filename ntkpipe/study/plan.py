@@ -82,6 +82,14 @@ class StudyPlan:
         return self.dataset_path.parent / f"{self.tag}_summary.csv"
 
     @property
+    def phase_table_path(self) -> Path | None:
+        """The phase table (solvable-model Table 1, :func:`ntkpipe.jobs.table.phase_table_file`) next to
+        the dataset, for a study with a ``measured_phase`` summary; None for others."""
+        if not any(s.kind == "measured_phase" for s in self.study.spec.summaries):
+            return None
+        return self.dataset_path.parent / f"{self.tag}_phases.csv"
+
+    @property
     def claims_path(self) -> Path:
         """The claims store (claim_<name>_measured, _expected, _pass; :mod:`ntkpipe.jobs.claims`), next to the dataset."""
         return self.dataset_path.parent / f"{self.tag}_claims.zarr"

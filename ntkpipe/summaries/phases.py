@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Literal
 
+import pandas as pd
 import xarray as xr
 from pydantic import Field, model_validator
 
 from ntkpipe.labels import axis_label, variable_label
 from ntkpipe.lang.axes import suggest
 from ntkpipe.layout import final_value, sub_grid
+from ntkpipe.measure.record import Variable
 from ntkpipe.strict import CrossKeyError
 from ntkpipe.summaries.fits import FitOptions, fit_variables
 from ntkpipe.summaries.record import SummaryKind, SummaryOptions, group_keys, over, per_group
@@ -213,5 +215,66 @@ def measured_problems(s: MeasuredPhaseOptions, check) -> list:
     return out
 
 
-KINDS = [SummaryKind("predicted_phase", PredictedPhaseOptions, predicted_phases, predicted_attrs, scaling_problems),
-         SummaryKind("measured_phase", MeasuredPhaseOptions, measured_phases, measured_attrs, measured_problems)]
+def predicted_tables(s: PredictedPhaseOptions, variables: dict[str, Variable]) -> dict[str, Variable]:
+    """The predicted phase and its exponents, one value per run (a ``phases`` figure reads them)."""
+    return {s.name: Variable(s.name, "predicted phase"),
+            f"{s.name}_kernel_change": Variable(f"{s.name}_kernel_change", "predicted exponent of the NTK change")}
+
+
+def measured_tables(s: MeasuredPhaseOptions, variables: dict[str, Variable]) -> dict[str, Variable]:
+    """The measured phase, its fitted exponent ± error and the predicted exponent, one value per run
+    (a ``phases`` figure reads them)."""
+    return {s.name: Variable(s.name, "measured phase"),
+            **{f"{s.name}_{k}": Variable(f"{s.name}_{k}", label) for k, label in
+               (("exponent", "measured exponent"), ("exponent_stderr", "standard error of the measured exponent"),
+                ("predicted_exponent", "predicted exponent"))}}
+
+
+KINDS = [SummaryKind("predicted_phase", PredictedPhaseOptions, predicted_phases, predicted_attrs, scaling_problems,
+                     predicted_tables),
+         SummaryKind("measured_phase", MeasuredPhaseOptions, measured_phases, measured_attrs, measured_problems,
+                     measured_tables)]
+
+
+PHASE_COLUMNS = ["predicted_phase", "predicted_exponent", "measured_exponent", "measured_exponent_stderr",
+                 "measured_phase", "agree"]
+"""The columns of :func:`phase_table` after the ``by`` axes (solvable-model Table 1)."""
+
+
+def phase_table(ds: xr.Dataset, study) -> pd.DataFrame:
+    """The phase table of ``ds`` (solvable-model Table 1): one row per group of the ``by`` axes of each
+    ``measured_phase`` summary of ``study``'s spec (e.g. task × scaling) that has runs, with the phase
+    its scaling powers predict, the predicted exponent p of y in d, the fitted exponent b ± s, the
+    measured phase and whether the two phases agree. Empty without a measured_phase summary."""
+    from ntkpipe.summaries.registry import summary_options
+
+    frames = []
+    for item in study.spec.summaries:
+        if item.kind != "measured_phase":
+            continue
+        s = summary_options(item)
+        by = s.by_axes
+        keys = group_keys(ds, by)
+        exponents = _group_exponents(study, by, keys)
+        rows = []
+        for key, e in zip(keys, exponents):
+            sub = sub_grid(ds, dict(zip(by, key)))
+            measured = _one(sub[s.name])
+            if measured in ("none", ""):  # a grid's group without runs
+                continue
+            predicted = phases.predicted_phase(e) if e else "none"
+            rows.append({**dict(zip(by, key)), "predicted_phase": predicted,
+                         "predicted_exponent": float(_one(sub[f"{s.name}_predicted_exponent"])),
+                         "measured_exponent": float(_one(sub[f"{s.name}_exponent"])),
+                         "measured_exponent_stderr": float(_one(sub[f"{s.name}_exponent_stderr"])),
+                         "measured_phase": measured, "agree": predicted == measured})
+        frames.append(pd.DataFrame(rows, columns=[*by, *PHASE_COLUMNS]))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PHASE_COLUMNS)
+
+
+def _one(var: xr.DataArray):
+    """The value a group's variable holds (the same at every run of the group): the first non-empty one."""
+    values = [v for v in var.values.ravel().tolist() if v not in ("", None) and not (isinstance(v, float) and v != v)]
+    if values:
+        return values[0]
+    return var.values.ravel()[0] if var.size else float("nan")
