@@ -31,13 +31,11 @@ SHOWN = 10
 
 def planned_stores(plan: StudyPlan) -> dict[Path, str]:
     """Every store ``plan`` makes, with the id it must hold: its runs (and the network runs that
-    kernel kinds read), their final jobs, its stages, its study dataset and its claims store (if it states claims)."""
+    kernel kinds read), their final jobs, its stages, and its study dataset."""
     out = {job.path: job.id for job in plan.runs + plan.support_runs}
     out.update({final.path: final.id for final in plan.finals.values()})
     out.update({stage.path: stage.id for stage in plan.stages.values()})
     out[plan.dataset_path] = plan.tag
-    if plan.study.spec.claims:
-        out[plan.claims_path] = f"{plan.tag}_claims"
     return out
 
 

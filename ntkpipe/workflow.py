@@ -48,19 +48,18 @@ class WorkflowIndex:
         return {**self.__dict__, "checks": {}}  # a check is valid in the invocation that made it
 
     def targets(self) -> list[str]:
-        """Every study dataset, table (and phase table), figure and index (and claims store and table, if it states claims), and
+        """Every study dataset, table (and phase table), figure and index (and claims table, if it states claims), and
         every planned run and stage store (the default target): a store that is missing, e.g. set aside as invalid, is made again and so is every
         job that reads it (were it only an input, Snakemake would not remake a missing store whose
         readers are up to date)."""
         out = []
         for plan in self.plans.values():
             out += [str(plan.dataset_path), str(plan.table_path), str(plan.dataset_path.parent / "index.md")]
-            out += [str(plan.claims_path), str(plan.claims_table_path)] if plan.study.spec.claims else []
+            out += [str(plan.claims_table_path)] if plan.study.spec.claims else []
             out += [str(plan.phase_table_path)] if plan.phase_table_path else []
             out += [str(p) for p in plan.figure_paths.values()]
         stores = {path for plan in self.plans.values() for path in planned_stores(plan)}
-        return out + sorted(str(p) for p in stores - {q for plan in self.plans.values()
-                                                      for q in (plan.dataset_path, plan.claims_path)})
+        return out + sorted(str(p) for p in stores - {plan.dataset_path for plan in self.plans.values()})
 
 
 CONFIG_KEYS = {

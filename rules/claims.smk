@@ -1,8 +1,7 @@
-# A study's claims checked against its dataset: the claims store and table (ntkpipe.jobs.claims). Claims enter no
-# run id and not the aggregation's config: editing a claim reruns this job (and the index) only. A failing claim
-# is printed in red, never an error.
+# A study's claims checked against its dataset: the claims table (ntkpipe.jobs.claims). The aggregation writes the
+# verdicts into the study dataset (claim_*); claims enter no run id, so editing a claim re-aggregates, never
+# retrains. A failing claim is printed in red, never an error.
 import ntkpipe.jobs
-from ntkpipe.lang.identity import canonical_json
 from ntkpipe.report import claims_caption
 from ntkpipe.resources import runtime_minutes
 
@@ -11,16 +10,14 @@ rule claims:
     input:
         lambda wc: INDEX.plans[wc.tag].dataset_path,
     output:
-        store=directory(f"{RESULTS}/{{tag}}/{{tag}}_claims.zarr"),
-        table=report(f"{RESULTS}/{{tag}}/{{tag}}_claims.csv", caption="../report/caption.rst", category="{tag}",
-                     subcategory="claims", labels={"item": "claims"}),
+        report(f"{RESULTS}/{{tag}}/{{tag}}_claims.csv", caption="../report/caption.rst", category="{tag}",
+               subcategory="claims", labels={"item": "claims"}),
     log:
         f"{RESULTS}/logs/claims/{{tag}}.log",
     params:
-        config=lambda wc: canonical_json(INDEX.plans[wc.tag].claims_config()),
         caption=lambda wc: claims_caption(INDEX.plans[wc.tag]),
     resources:
         mem_mb=1024,
         runtime=runtime_minutes("plot", config),
     run:
-        ntkpipe.jobs.logged(log[0], ntkpipe.jobs.study_claims, INDEX.plans[wildcards.tag], output.store, output.table)
+        ntkpipe.jobs.logged(log[0], ntkpipe.jobs.study_claims, INDEX.plans[wildcards.tag], output[0])

@@ -23,15 +23,17 @@ import xarray as xr
 from ntkpipe.jobs.describe import describe, provenance
 from ntkpipe.jobs.residuals import theory_residuals
 from ntkpipe.jobs.run_dataset import run_dataset
-from ntkpipe.layout import RUN, axis_order, is_full_grid
+from ntkpipe.layout import RUN, axis_order, index_runs, is_full_grid
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.store import write_store
 from ntkpipe.study.plan import StudyPlan
 from ntkpipe.summaries import SUMMARY_KINDS, summary_options
+from ntkpipe.verdicts.evaluate import claims_dataset, verdicts
 
 
 def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
-    """Merge the run stores of ``plan`` into ``out``."""
+    """Merge the run stores of ``plan`` into ``out``, with its summaries, theory residuals and the verdicts
+    of its claims (``claim_<name>_measured``, ``_expected``, ``_pass``)."""
     study = plan.study
     axes = study.axes
     pieces, run_attrs = [], []
@@ -44,6 +46,8 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     layout = _grid if is_full_grid(axes, study.points) else _runs
     merged = _declared(layout(pieces, axes, study.points), {m.name for run in study.runs for m in run.measure})
     merged = study_variables(merged, study)
+    if study.spec.claims:  # the claims' verdicts, read as a reader of the dataset reads it (runs indexed)
+        merged = merged.merge(claims_dataset(verdicts(plan.tag, study.spec.claims, index_runs(merged, out))))
     totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}
     merged.attrs.update(provenance(study, run_attrs), seconds=json.dumps(totals))
     return write_store(merged, out, config=plan.aggregate_config(), store_id=plan.tag)

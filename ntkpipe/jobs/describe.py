@@ -144,6 +144,6 @@ def provenance(study, run_attrs: list[dict]) -> dict[str, str]:
         if found not in versions:
             versions.append(found)
     return {"study": study.name, "variant": study.variant, "spec_path": str(study.path),
-            "study_spec": json.dumps(study.spec.model_dump(mode="json", exclude={"claims"}), sort_keys=True),
+            "study_spec": json.dumps(study.spec.model_dump(mode="json"), sort_keys=True),
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "run_versions": json.dumps(versions, sort_keys=True)}

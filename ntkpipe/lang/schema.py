@@ -880,8 +880,8 @@ class ClaimSpec(Strict):
     are merged: the ``quantity`` (a variable with a selection and reductions) stands in the ``relation``
     (approx, less, greater, before, monotone, spearman, ordering; ``ntkpipe explain claims.relation``)
     within the ``tolerance``. Its verdict is stored as claim_<name>_measured, claim_<name>_expected and
-    claim_<name>_pass in results/<study>/<study>_claims.zarr and its table; a failing claim is
-    reported, never an error. Claims enter no run id: editing one reruns only the claims job."""
+    claim_<name>_pass in the study dataset (results/<study>/<study>.zarr) and in results/<study>/<study>_claims.csv;
+    a failing claim is reported, never an error. Claims enter no run id: editing one re-aggregates, never retrains."""
 
     name: str = Field(pattern=CLAIM_NAME)
     """the claim's name (lower case, digits, underscores): its variables are claim_<name>_*"""

@@ -5,8 +5,8 @@ Layout under ``results/`` (``tag`` = study name, or ``<study>-<variant>`` for a 
     runs/<run id>.zarr                      one training run (shared by every study that has it)
     finals/<final id>.zarr                  final measurements added to a run store that lacks them
     stages/<compute>/<stage id>.zarr        e.g. stages/ntk_gram/…, stages/eigendecomposition/…
-    <tag>/<tag>.zarr                        the study dataset (sweep axes as dimensions)
-    <tag>/<tag>_claims.zarr                 the study's claims checked (and <tag>_claims.csv, their table)
+    <tag>/<tag>.zarr                        the study dataset (sweep axes as dimensions; claim_* verdicts)
+    <tag>/<tag>_claims.csv                  the study's claims checked, one row per claim
     <tag>/figures/<figure>.png
 
 Run and stage ids are content hashes of what the job computes (:mod:`ntkpipe.lang.identity`), so
@@ -90,24 +90,15 @@ class StudyPlan:
         return self.dataset_path.parent / f"{self.tag}_phases.csv"
 
     @property
-    def claims_path(self) -> Path:
-        """The claims store (claim_<name>_measured, _expected, _pass; :mod:`ntkpipe.jobs.claims`), next to the dataset."""
-        return self.dataset_path.parent / f"{self.tag}_claims.zarr"
-
-    @property
     def claims_table_path(self) -> Path:
         """The claims table, one row per claim, next to the dataset."""
         return self.dataset_path.parent / f"{self.tag}_claims.csv"
 
-    def claims_config(self) -> dict:
-        """What the claims store depends on besides the study dataset: the claims as written."""
-        return canonical({"tag": self.tag, "claims": [c.model_dump(mode="json") for c in self.study.spec.claims]})
-
     def aggregate_config(self) -> dict:
         """What the study dataset depends on besides its run stores, and a hash of the whole resolved
         spec, which the dataset stores (``study_spec``): editing a title or a description rewrites the
-        dataset (and so redraws the study's figures), never a run. Claims are left out: editing one reruns
-        only the claims job."""
+        dataset (and so redraws the study's figures), never a run; so does editing a claim (the dataset
+        holds its verdict)."""
         spec = self.study.spec
         return canonical({"tag": self.tag, "axes": self.study.axes, "points": self.study.points,
                           "runs": [r.id for r in self.runs],
@@ -115,7 +106,7 @@ class StudyPlan:
                           "finals": [item_config(m) for m in self.study.runs[0].measure if is_final(m)],
                           **({"scalings": [s.model_dump(mode="json") if s else None for s in self.study.scalings]}
                              if spec.scaling is not None else {}),
-                          "spec": content_id(spec.model_dump(mode="json", exclude={"claims"}))})
+                          "spec": content_id(spec.model_dump(mode="json"))})
 
     def figure_config(self, name: str) -> dict:
         """The figure's settings and the title it is drawn with (which may be the study's description)."""
