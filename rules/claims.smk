@@ -2,14 +2,12 @@
 # run id and not the aggregation's config: editing a claim reruns this job (and the index) only. A failing claim
 # is printed in red, never an error.
 import ntkpipe.jobs
-from ntkpipe.lang.identity import canonical_json
-from ntkpipe.report import claims_caption
 from ntkpipe.resources import runtime_minutes
 
 
 rule claims:
     input:
-        lambda wc: INDEX.plans[wc.tag].dataset_path,
+        lambda wc: WIRING.studies[wc.tag].dataset,
     output:
         store=directory(f"{RESULTS}/{{tag}}/{{tag}}_claims.zarr"),
         table=report(f"{RESULTS}/{{tag}}/{{tag}}_claims.csv", caption="../report/caption.rst", category="{tag}",
@@ -17,8 +15,8 @@ rule claims:
     log:
         f"{RESULTS}/logs/claims/{{tag}}.log",
     params:
-        config=lambda wc: canonical_json(INDEX.plans[wc.tag].claims_config()),
-        caption=lambda wc: claims_caption(INDEX.plans[wc.tag]),
+        config=lambda wc: WIRING.studies[wc.tag].claims_config,
+        caption=lambda wc: WIRING.studies[wc.tag].claims_caption,
     resources:
         mem_mb=1024,
         runtime=runtime_minutes("plot", config),
