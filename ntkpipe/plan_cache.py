@@ -7,14 +7,15 @@ that steer validation and the code (path, size and mtime of every ``ntkpipe`` so
 entry is two pickles in one file. The first, a :class:`PlanEntry`, is plain data: the Snakefile's
 wiring (:class:`~ntkpipe.wiring.Wiring`), the spec files skipped (they lack the variant) or to
 validate again on every use (they read local data files, MNIST or CIFAR-10, which are not in the
-key), and the state of every run store that planning read (:func:`store_states`): planning asks
+key), the state of every run store that planning read (:func:`store_states`): planning asks
 which final items a run store holds, so the plan is reused only while every such store is as it was
 (its manifest and attrs files unchanged, and still passing the fast
-:func:`~ntkpipe.store.verify_store`). The second, :class:`PlanDetail`, holds the validated studies
+:func:`~ntkpipe.store.verify_store`), and the stamps of the valid stores
+(:mod:`ntkpipe.store_stamps`), which spare their fast check while they hold. The second, :class:`PlanDetail`, holds the validated studies
 and the planned index; it is unpickled only when they are needed (a job is to run, or a store
 changed: then the studies are planned again from the cached validation), since unpickling them
 imports the language, and with it JAX. Stores are checked as before in every invocation (the
-Snakefile's ``set_aside_invalid``): the cache never marks a store done.
+Snakefile's ``set_aside_invalid``), by stamp or in full: the cache never marks a store done.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ntkpipe.store import MANIFEST, StoreCheck, verify_store
+from ntkpipe.store_stamps import StoreStamp
 from ntkpipe.wiring import Wiring
 
 CACHE_DIR = Path(".cache") / "plan"
 """Under the results directory."""
-FORMAT = 2
+FORMAT = 3
 KEPT_DAYS = 7
 """Entries unused this long are deleted when another is written."""
 ENVIRONMENT = ("NTKPIPE_DATA", "NTKPIPE_SKIP_CHECKSUMS", "NTKPIPE_MAX_RUNS")
@@ -45,14 +47,15 @@ ENVIRONMENT = ("NTKPIPE_DATA", "NTKPIPE_SKIP_CHECKSUMS", "NTKPIPE_MAX_RUNS")
 @dataclass
 class PlanEntry:
     """One cached plan's plain part: the Snakefile's wiring, the spec files skipped (no such variant)
-    and to validate again on every use (local data files), and the run stores (path -> id) with the
-    states they were planned with."""
+    and to validate again on every use (local data files), the run stores (path -> id) with the
+    states they were planned with, and the stamps of the valid planned stores."""
 
     wiring: Wiring
     skipped: list[str]
     revalidate: list[str]
     runs: dict[Path, str]
     states: dict[Path, tuple | None]
+    stamps: dict[Path, StoreStamp]
 
 
 @dataclass
@@ -134,9 +137,9 @@ def read_detail(data: bytes) -> PlanDetail | None:
     return detail if isinstance(detail, PlanDetail) else None
 
 
-def write_entry(results: Path, key: str, entry: PlanEntry, detail: PlanDetail) -> None:
-    """Write ``entry`` and ``detail`` atomically (deleting entries unused for :data:`KEPT_DAYS`); an
-    unwritable results directory only costs the cache."""
+def write_entry(results: Path, key: str, entry: PlanEntry, detail: bytes) -> None:
+    """Write ``entry`` and ``detail`` (a pickled :class:`PlanDetail`) atomically, deleting entries
+    unused for :data:`KEPT_DAYS`; an unwritable results directory only costs the cache."""
     path = entry_path(results, key)
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
@@ -146,7 +149,7 @@ def write_entry(results: Path, key: str, entry: PlanEntry, detail: PlanDetail) -
                 old.unlink(missing_ok=True)
         with open(tmp, "wb") as f:
             pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
-            pickle.dump(detail, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(detail)
         os.replace(tmp, path)
     except OSError:  # e.g. results is a file: check_results_writable says so next
         with contextlib.suppress(OSError):

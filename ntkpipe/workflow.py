@@ -7,6 +7,7 @@ Snakefile, when the plan is cached (:mod:`ntkpipe.plan_cache`), imports only wha
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from ntkpipe.plan_cache import PlanDetail, PlanEntry, plan_key, read_detail, rea
 from ntkpipe.resources import RUNTIME_MINUTES, memory_limit
 from ntkpipe.results_dir import planned_stores, set_aside_invalid
 from ntkpipe.store import StoreCheck
+from ntkpipe.store_stamps import StoreStamp, check_stores
 from ntkpipe.study import DEFAULT_VARIANT, SPEC_SUFFIX
 from ntkpipe.wiring import SnakefileIndex, StudyWiring, Wiring
 
@@ -149,13 +151,18 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
     key = plan_key(files, variant, limit, bytes_limit, results)
     cached = read_entry(results, key)
     checks: dict[Path, StoreCheck] = {}
+    stamps: dict[Path, StoreStamp] = {}
     detail = None
     if cached is not None:
         entry, pickled = cached
         _skipped_notes(entry.skipped, variant)
         if entry.revalidate:  # their data files
             load_studies([Path(p) for p in entry.revalidate], specs, variant, limit, bytes_limit)
+        stamps = check_stores(entry.wiring.stores, entry.stamps, checks)
         if store_states(entry.runs, checks) == entry.states:
+            if stamps != entry.stamps:  # stores made or changed since: stamped for the next invocation
+                write_entry(results, key, replace(entry, stamps=stamps), pickled)
+
             def load() -> WorkflowIndex:  # a damaged detail is planned again, as without the cache
                 kept = read_detail(pickled)
                 return kept.index if kept else build_index(specs, results, variant, studies, max_runs, memory_check)
@@ -170,8 +177,9 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
     runs = {job.path: job.id for job in index.runs.values()}
     wiring = wire(index)
     skipped = [path for path, study in loaded.items() if study is None]
-    write_entry(results, key, PlanEntry(wiring, skipped, revalidate, runs, store_states(runs, checks)),
-                PlanDetail(loaded, index))
+    stamps = check_stores(wiring.stores, stamps, checks)
+    entry = PlanEntry(wiring, skipped, revalidate, runs, store_states(runs, checks), stamps)
+    write_entry(results, key, entry, pickle.dumps(PlanDetail(loaded, index), protocol=pickle.HIGHEST_PROTOCOL))
     return SnakefileIndex(results, wiring, lambda: index, checks)
 
 
