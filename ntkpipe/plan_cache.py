@@ -21,6 +21,7 @@ Snakefile's ``set_aside_invalid``), by stamp or in full: the cache never marks a
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import io
 import os
@@ -122,7 +123,7 @@ def read_entry(results: Path, key: str) -> tuple[PlanEntry, bytes] | None:
     try:
         with open(entry_path(results, key), "rb") as f:
             stream = io.BytesIO(f.read())
-        entry = pickle.load(stream)
+        entry = _unpickle(stream)
     except Exception:  # a damaged or foreign file is a cache miss: the plan is made again
         return None
     return (entry, stream.read()) if isinstance(entry, PlanEntry) else None
@@ -131,10 +132,22 @@ def read_entry(results: Path, key: str) -> tuple[PlanEntry, bytes] | None:
 def read_detail(data: bytes) -> PlanDetail | None:
     """The :class:`PlanDetail` pickled in ``data`` (from :func:`read_entry`), or None if it is damaged."""
     try:
-        detail = pickle.loads(data)
+        detail = _unpickle(io.BytesIO(data))
     except Exception:  # as in read_entry: the plan is made again
         return None
     return detail if isinstance(detail, PlanDetail) else None
+
+
+def _unpickle(stream: io.BytesIO) -> object:
+    """The next object pickled in ``stream``, unpickled with the cyclic garbage collector off: its
+    many new containers would otherwise set off collections that scan every object of the process."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return pickle.load(stream)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def write_entry(results: Path, key: str, entry: PlanEntry, detail: bytes) -> None:
