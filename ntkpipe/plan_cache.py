@@ -31,6 +31,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ntkpipe.store import MANIFEST, StoreCheck, verify_store
 from ntkpipe.store_stamps import StoreStamp
@@ -64,8 +65,8 @@ class PlanDetail:
     """One cached plan's objects: per spec file, its validated study (None: skipped), and the index
     (a :class:`~ntkpipe.workflow.WorkflowIndex`)."""
 
-    studies: dict[str, object]
-    index: object
+    studies: dict[str, Any]
+    index: Any
 
 
 def code_fingerprint() -> str:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import pickle
 import sys
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ntkpipe.errors import ConfigError, SpecError
 from ntkpipe.lang.identity import canonical_json
@@ -44,16 +46,11 @@ class WorkflowIndex:
     runs: dict[str, RunJob]
     stages: dict[str, StageJob]
     finals: dict[str, FinalJob]
-    checks: dict[Path, StoreCheck] = field(default_factory=dict, repr=False, compare=False)
-    """Fast store checks made while planning (:func:`ntkpipe.plan_cache.store_state`), reused once."""
 
     def set_aside_invalid(self) -> list[Path]:
         """Move the planned stores that exist but fail verification to ``results/.invalid``."""
         stores = {path: store_id for plan in self.plans.values() for path, store_id in planned_stores(plan).items()}
-        return set_aside_invalid(stores, self.results, self.checks)
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "checks": {}}  # a check is valid in the invocation that made it
+        return set_aside_invalid(stores, self.results)
 
     def targets(self) -> list[str]:
         """Every study dataset, table, figure and index (and claims store and table, if it states claims), and
@@ -148,11 +145,21 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
     if not cache:
         loaded, _ = load_studies(files, specs, variant, limit, bytes_limit)
         return index_studies(loaded, results)
+    rebuild = partial(build_index, specs, results, variant, studies, max_runs, memory_check)
+    return snakefile_index(files, specs, results, variant, limit, bytes_limit, rebuild)
+
+
+def snakefile_index(files: list[Path], specs: str | Path, results: Path, variant: str, limit: int,
+                    bytes_limit: int | None, rebuild: Callable[[], Any]) -> SnakefileIndex:
+    """:func:`build_index` with the plan cache (:mod:`ntkpipe.plan_cache`): an entry whose run stores
+    are as they were is used as it is (its studies and index unpickled on first use, or planned again
+    by ``rebuild()`` if that fails); otherwise the studies are planned again, from the cached
+    validation if there is one. Every existing planned store is checked, by its stamp where it holds."""
     key = plan_key(files, variant, limit, bytes_limit, results)
     cached = read_entry(results, key)
     checks: dict[Path, StoreCheck] = {}
     stamps: dict[Path, StoreStamp] = {}
-    detail = None
+    loaded: dict[str, Study | None] | None = None
     if cached is not None:
         entry, pickled = cached
         _skipped_notes(entry.skipped, variant)
@@ -165,13 +172,13 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
 
             def load() -> WorkflowIndex:  # a damaged detail is planned again, as without the cache
                 kept = read_detail(pickled)
-                return kept.index if kept else build_index(specs, results, variant, studies, max_runs, memory_check)
+                return kept.index if kept else rebuild()
 
             return SnakefileIndex(results, entry.wiring, load, checks)
         detail = read_detail(pickled)
-    if detail is not None:
-        loaded, revalidate = detail.studies, entry.revalidate
-    else:
+        if detail is not None:
+            loaded, revalidate = detail.studies, entry.revalidate
+    if loaded is None:
         loaded, revalidate = load_studies(files, specs, variant, limit, bytes_limit)
     index = index_studies(loaded, results)
     runs = {job.path: job.id for job in index.runs.values()}
