@@ -5,17 +5,17 @@ A plan is cached in ``results/.cache/plan/<key>.pickle``, where the key hashes e
 reads: each spec file's bytes, the variant, the run and memory limits, the environment variables
 that steer validation and the code (path, size and mtime of every ``ntkpipe`` source file). The
 entry is two pickles in one file. The first, a :class:`PlanEntry`, is plain data: the Snakefile's
-wiring (:class:`~ntkpipe.wiring.Wiring`), the spec files skipped (they lack the variant) or to
+wiring (:class:`~ntkpipe.wiring.Wiring`); the spec files skipped (they lack the variant) or to
 validate again on every use (they read local data files, MNIST or CIFAR-10, which are not in the
-key), the state of every run store that planning read (:func:`store_states`): planning asks
-which final items a run store holds, so the plan is reused only while every such store is as it was
-(its manifest and attrs files unchanged, and still passing the fast
-:func:`~ntkpipe.store.verify_store`), and the stamps of the valid stores
-(:mod:`ntkpipe.store_stamps`), which spare their fast check while they hold. The second, :class:`PlanDetail`, holds the validated studies
-and the planned index; it is unpickled only when they are needed (a job is to run, or a store
-changed: then the studies are planned again from the cached validation), since unpickling them
-imports the language, and with it JAX. Stores are checked as before in every invocation (the
-Snakefile's ``set_aside_invalid``), by stamp or in full: the cache never marks a store done.
+key); the state of every run store that planning read (:func:`store_states`): planning asks which
+final items a run store holds, so the plan is reused only while every such store is as it was (its
+manifest and attrs files unchanged, and still passing the fast :func:`~ntkpipe.store.verify_store`);
+and the stamps of the valid stores (:mod:`ntkpipe.store_stamps`), which spare their fast check while
+they hold. The second, a :class:`PlanDetail`, holds the validated studies and the planned index; it
+is unpickled only when they are needed (a job is to run, or a run store changed: then the studies are
+planned again from the cached validation), since unpickling them imports the language, and with it
+JAX. Stores are checked as before in every invocation (the Snakefile's ``set_aside_invalid``), by
+stamp or in full: the cache never marks a store done.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ params, the default targets, the stores to check and the directories the jobs wr
 
 Snakemake calls the rules' input and params functions for every job of the DAG, also when nothing
 is to be done; they read a :class:`Wiring` (strings, lists and dicts), which
-:func:`ntkpipe.workflow.wire` computes from the planned index and the plan cache (:mod:`ntkpipe.plan_cache`) keeps, so that a no-op
-``snakemake -n`` unpickles no spec, plan or job (and so imports neither the language nor JAX). The
+:func:`ntkpipe.workflow.wire` computes from the planned index and the plan cache
+(:mod:`ntkpipe.plan_cache`) keeps, so that a no-op ``snakemake -n`` unpickles no spec, plan or job
+(and so imports neither the language nor JAX). The
 Snakefile's index, :class:`SnakefileIndex`, makes the full :class:`~ntkpipe.workflow.WorkflowIndex`
 on first use: a job's body, or a resource estimate of a job that is to run.
 """
