@@ -22,6 +22,7 @@ try:  # --config max_runs=N: the most runs one study may have (default 10,000, o
                         config.get("studies"), config.get("max_runs"), memory_check=bool(config.get("memory_check", 1)),
                         cache=True)
     check_results_writable(INDEX)
+    WIRING = INDEX.wiring  # every job's inputs and params, as plain data (ntkpipe.wiring)
 except (SpecError, ConfigError) as err:
     raise WorkflowError(str(err)) from None
 if workflow.is_main_process:  # not in job processes (cluster profiles parse this file in every job)

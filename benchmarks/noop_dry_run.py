@@ -2,6 +2,7 @@
 
     python benchmarks/noop_dry_run.py                     # this checkout, its results/ (all done)
     python benchmarks/noop_dry_run.py --workdir DIR       # another checkout (e.g. an older commit)
+    python benchmarks/noop_dry_run.py --config results=DIR  # another results directory
 
 Run it after the main job, when nothing is left to do. Both dry runs are fresh ``snakemake -n --cores
 1`` processes, alternated (workflow, floor, workflow, ...), so that the load of a shared machine
@@ -27,11 +28,12 @@ ONE_RULE = 'rule all:\n    output: "done.txt"\n    shell: "touch {output}"\n'
 TARGET = 1.5
 
 
-def dry_run(workdir: Path, env: dict) -> tuple[float, float]:
-    """Wall and CPU seconds of one ``snakemake -n`` in ``workdir``; it must find nothing to do."""
+def dry_run(workdir: Path, env: dict, config: list[str] = ()) -> tuple[float, float]:
+    """Wall and CPU seconds of one ``snakemake -n`` in ``workdir`` (with ``--config config`` if
+    given); it must find nothing to do."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(["snakemake", "-n", "--cores", "1"], cwd=workdir, env=env, capture_output=True,
+    done = subprocess.run(["snakemake", "-n", "--cores", "1", *(["--config", *config] if config else [])], cwd=workdir, env=env, capture_output=True,
                           text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -48,6 +50,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=REPO, help="the checkout whose Snakefile runs (default: this)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="passed to the workflow's snakemake (e.g. results=DIR)")
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     env = {**os.environ, "PYTHONPATH": str(workdir)}
@@ -55,11 +59,11 @@ def main() -> None:
         floor = Path(floor_dir)
         (floor / "Snakefile").write_text(ONE_RULE)
         (floor / "done.txt").touch()
-        first = dry_run(workdir, env)
+        first = dry_run(workdir, env, args.config)
         dry_run(floor, env)  # warm the page cache for both
         runs: dict[str, list[tuple[float, float]]] = {"workflow": [], "floor": []}
         for _ in range(args.repeats):
-            runs["workflow"].append(dry_run(workdir, env))
+            runs["workflow"].append(dry_run(workdir, env, args.config))
             runs["floor"].append(dry_run(floor, env))
     print(f"no-op snakemake -n in {workdir}, {args.repeats} alternating pairs; load average "
           f"{os.getloadavg()[0]:.1f}")

@@ -15,14 +15,13 @@ from __future__ import annotations
 import math
 import os
 import re
+from typing import TYPE_CHECKING
 
-import jax
-
-from ntkpipe.data import input_shape, output_count
 from ntkpipe.errors import ConfigError
 from ntkpipe.lang.model_kinds import MODEL_KINDS
-from ntkpipe.lang.schema import RunSpec
-from ntkpipe.models import build_model
+
+if TYPE_CHECKING:  # JAX, the data and the models are imported by the estimates, not by the rules
+    from ntkpipe.lang.schema import RunSpec
 
 MIB = 2**20
 BASELINE_MB = 1024
@@ -34,6 +33,8 @@ def parameter_count(run: RunSpec) -> int:
     """Trainable parameters of the run's network (built abstractly: no arrays are allocated; a
     linearization trains as many). Raises ValueError when the network does not take the data's
     inputs (e.g. a CNN on vectors, or images too small for its convolutions and pools)."""
+    from ntkpipe.data import input_shape, output_count
+
     model = run.model.model_copy(update={"kind": "network", "origin": None, "gamma": 1.0}
                                  | ({"init": "gaussian"} if hasattr(run.model, "init") else {}))
     key = (model.model_dump_json(), input_shape(run.data), output_count(run.data))
@@ -47,6 +48,10 @@ _PARAMETERS: dict[tuple, int] = {}
 
 
 def _count_parameters(model, shape: tuple[int, ...], outputs: int) -> int:
+    import jax
+
+    from ntkpipe.models import build_model
+
     shapes = jax.eval_shape(lambda: build_model(model, shape, outputs, 0))
     return sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(shapes)
                if isinstance(leaf, jax.ShapeDtypeStruct) and jax.numpy.issubdtype(leaf.dtype, jax.numpy.inexact))
@@ -61,19 +66,25 @@ def optimizer_copies(run: RunSpec) -> int:
 def state_bytes(run: RunSpec) -> int:
     """The parameters and the optimizer's state, in the training dtype (a linearization also keeps its
     origin θ₀, a copy of the parameters)."""
+    import numpy as np
+
     copies = 1 + optimizer_copies(run) + MODEL_KINDS[run.model.kind].linearized
-    return copies * parameter_count(run) * jax.numpy.dtype(run.train.dtype).itemsize
+    return copies * parameter_count(run) * np.dtype(run.train.dtype).itemsize
 
 
 def memory_mb(run: RunSpec, examples: int) -> int:
     """Memory of a job holding the NTK Gram of ``run``'s network over ``examples`` inputs: three Grams
     (the Gram, an eigendecomposition's workspace and its vectors), a Jacobian block, the parameters
     with their gradient and the optimizer's state, and the data."""
+    import numpy as np
+
+    from ntkpipe.data import input_shape, output_count
+
     outputs = output_count(run.data)
     params = parameter_count(run)
     gram = 3 * (examples * outputs) ** 2
     jacobian = 2 * min(examples, JACOBIAN_BLOCK) * outputs * params
-    gradient = params * jax.numpy.dtype(run.train.dtype).itemsize
+    gradient = params * np.dtype(run.train.dtype).itemsize
     data = (run.data.n_train + run.data.n_test) * math.prod(input_shape(run.data))
     return BASELINE_MB + math.ceil((8 * (gram + jacobian + data) + state_bytes(run) + gradient) / MIB)
 
@@ -96,6 +107,8 @@ def pack_memory_mb(runs: list[RunSpec]) -> int:
     """A packed training job (:mod:`ntkpipe.train.packed`): one member's measurements (members
     measure one at a time) plus what a checkpoint holds for all k members at once, on the device
     and on the host: k training Grams of (P·C)² and k outputs on train ∪ test."""
+    from ntkpipe.data import output_count
+
     run = runs[0]
     outputs = output_count(run.data)
     shared = 2 * len(runs) * ((run.data.n_train * outputs) ** 2 + (run.data.n_train + run.data.n_test) * outputs)

@@ -11,15 +11,16 @@ import os
 import shutil
 import sys
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ntkpipe.errors import SpecError
 from ntkpipe.provenance import utc_now
 from ntkpipe.store import StoreCheck, clean_command, verify_store
-from ntkpipe.study.load import load_study, variant_names
-from ntkpipe.study.plan import StudyPlan, plan_study
+
+if TYPE_CHECKING:  # imported where specs are read: the Snakefile checks stores from its cached plan
+    from ntkpipe.study.plan import StudyPlan
 
 SET_ASIDE = ".invalid"
 """Invalid stores are moved to ``results/.invalid/`` (``ntkpipe clean --invalid`` deletes them)."""
@@ -43,6 +44,9 @@ def every_planned_store(specs: str | Path, results: str | Path) -> tuple[dict[Pa
     """The stores planned by every spec in ``specs`` in every variant (local data files need not be
     present: ids do not depend on them), and the errors of specs that could not be planned (then
     what they plan is unknown)."""
+    from ntkpipe.study.load import load_study, variant_names
+    from ntkpipe.study.plan import plan_study
+
     stores: dict[Path, str] = {}
     files = sorted(Path(specs).glob("*.yaml"))
     errors = [] if files else [f"{specs}: no study specs (*.yaml); give the specs directory with --specs"]
@@ -68,15 +72,13 @@ def set_aside(path: Path, results: Path) -> Path:
     return dest
 
 
-def set_aside_invalid(plans: Iterable[StudyPlan], results: str | Path,
+def set_aside_invalid(stores: dict[Path, str], results: str | Path,
                       checks: dict[Path, StoreCheck] | None = None) -> list[Path]:
-    """Move every planned store that exists but fails :func:`verify_store` (fast) to
-    ``results/.invalid``, naming it and the reason on stderr; returns the stores moved. ``checks``:
-    stores already checked in this invocation (by path; planning checks the run stores)."""
+    """Move every store of ``stores`` (path -> the id it must hold: :func:`planned_stores`) that
+    exists but fails :func:`verify_store` (fast) to ``results/.invalid``, naming it and the reason on
+    stderr; returns the stores moved. ``checks``: stores already checked in this invocation (by path;
+    planning checks the run stores)."""
     results = Path(results)
-    stores: dict[Path, str] = {}
-    for plan in plans:
-        stores.update(planned_stores(plan))
     moved = []
     for path, store_id in stores.items():
         if not path.exists():

@@ -22,12 +22,14 @@ import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-
-import xarray as xr
+from typing import TYPE_CHECKING
 
 from ntkpipe.errors import ResultError
 from ntkpipe.lang.identity import content_id
 from ntkpipe.provenance import utc_now, versions
+
+if TYPE_CHECKING:  # xarray is imported where a store is opened: checking one (planning) needs only JSON and stats
+    import xarray as xr
 
 ZARR_FORMAT = 2
 MANIFEST = ".ntkpipe-manifest.json"
@@ -299,6 +301,8 @@ def read_store(path: str | Path, *, expect_id: str | None = None) -> xr.Dataset:
                           f"{recompute_hint(path)}")
     if check.outdated:
         _warn_other_version(check)
+    import xarray as xr
+
     try:
         return xr.open_zarr(path, zarr_format=ZARR_FORMAT, consolidated=True)
     except Exception as err:  # checksums passed, so this is not damage; still name the store

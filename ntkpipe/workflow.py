@@ -1,25 +1,34 @@
-"""What the Snakefile needs: every study in ``specs/`` planned for one variant, indexed by job id."""
+"""What the Snakefile needs: every study in ``specs/`` planned for one variant, indexed by job id.
+
+Validation and planning (the language, and with it JAX) are imported where they run, so that the
+Snakefile, when the plan is cached (:mod:`ntkpipe.plan_cache`), imports only what checks its stores.
+"""
 
 from __future__ import annotations
 
 import os
+import pickle
 import sys
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, Any
 
-from ntkpipe.data.sources import SOURCES
 from ntkpipe.errors import ConfigError, SpecError
-from ntkpipe.lang.axes import suggest
-from ntkpipe.plan_cache import PlanEntry, plan_key, read_entry, store_states, write_entry
+from ntkpipe.lang.identity import canonical_json
+from ntkpipe.plan_cache import PlanDetail, PlanEntry, plan_key, read_detail, read_entry, store_states, write_entry
 from ntkpipe.resources import RUNTIME_MINUTES, memory_limit
 from ntkpipe.results_dir import planned_stores, set_aside_invalid
-from ntkpipe.stages import StageJob
 from ntkpipe.store import StoreCheck
-from ntkpipe.study.final_items import item_key
-from ntkpipe.study.load import DEFAULT_VARIANT, SPEC_SUFFIX, Study, load_study, variant_names
-from ntkpipe.study.plan import FinalJob, RunJob, StudyPlan, held_items, plan_finals, plan_study
-from ntkpipe.study.size import run_limit
+from ntkpipe.store_stamps import StoreStamp, check_stores
+from ntkpipe.study import DEFAULT_VARIANT, SPEC_SUFFIX
+from ntkpipe.wiring import SnakefileIndex, StudyWiring, Wiring
+
+if TYPE_CHECKING:
+    from ntkpipe.stages import StageJob
+    from ntkpipe.study.load import Study
+    from ntkpipe.study.plan import FinalJob, RunJob, StudyPlan
 
 SPEC_LIKE_SUFFIXES = (".yaml", ".yml")
 """Suffixes (any case) of files in the specs directory that are taken for specs; all but ``.yaml``
@@ -37,15 +46,11 @@ class WorkflowIndex:
     runs: dict[str, RunJob]
     stages: dict[str, StageJob]
     finals: dict[str, FinalJob]
-    checks: dict[Path, StoreCheck] = field(default_factory=dict, repr=False, compare=False)
-    """Fast store checks made while planning (:func:`ntkpipe.plan_cache.store_state`), reused once."""
 
     def set_aside_invalid(self) -> list[Path]:
         """Move the planned stores that exist but fail verification to ``results/.invalid``."""
-        return set_aside_invalid(self.plans.values(), self.results, self.checks)
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "checks": {}}  # a check is valid in the invocation that made it
+        stores = {path: store_id for plan in self.plans.values() for path, store_id in planned_stores(plan).items()}
+        return set_aside_invalid(stores, self.results)
 
     def targets(self) -> list[str]:
         """Every study dataset, table (and phase table), figure and index (and claims table, if it states claims), and
@@ -81,6 +86,8 @@ def check_config(config: dict) -> None:
     silently fall back to its default) or a value it cannot use."""
     for key in config:
         if key not in CONFIG_KEYS:
+            from ntkpipe.lang.axes import suggest
+
             known = "\n".join(f"  {k}: {doc}" for k, doc in CONFIG_KEYS.items())
             raise ConfigError(f"--config {key}={config[key]}: unknown key{suggest(key, CONFIG_KEYS)}; the workflow "
                               f"reads:\n{known}")
@@ -122,12 +129,15 @@ def spec_files(specs: str | Path, studies: str | list[str] | None = None) -> lis
 
 def build_index(specs: str | Path = "specs", results: str | Path = "results",
                 variant: str = DEFAULT_VARIANT, studies=None, max_runs: int | str | None = None,
-                memory_check: bool = False, *, cache: bool = False) -> WorkflowIndex:
+                memory_check: bool = False, *, cache: bool = False) -> WorkflowIndex | SnakefileIndex:
     """Validate and plan every selected spec (each of at most ``max_runs`` runs, see
     :func:`~ntkpipe.study.size.run_limit`; with ``memory_check``, none needing more memory than
     :func:`~ntkpipe.resources.memory_limit`). With a named variant, specs that lack it are skipped.
-    With ``cache`` (the Snakefile), validation and plan are reused from the last invocation while
-    nothing they read has changed (:mod:`ntkpipe.plan_cache`)."""
+    With ``cache`` (the Snakefile), the Snakefile's index (:class:`~ntkpipe.wiring.SnakefileIndex`),
+    its validation and plan reused from the last invocation while nothing they read has changed
+    (:mod:`ntkpipe.plan_cache`)."""
+    from ntkpipe.study.size import run_limit
+
     results = Path(results)
     files = spec_files(specs, studies)
     limit = run_limit(max_runs)
@@ -135,28 +145,66 @@ def build_index(specs: str | Path = "specs", results: str | Path = "results",
     if not cache:
         loaded, _ = load_studies(files, specs, variant, limit, bytes_limit)
         return index_studies(loaded, results)
+    rebuild = partial(build_index, specs, results, variant, studies, max_runs, memory_check)
+    return snakefile_index(files, specs, results, variant, limit, bytes_limit, rebuild)
+
+
+def snakefile_index(files: list[Path], specs: str | Path, results: Path, variant: str, limit: int,
+                    bytes_limit: int | None, rebuild: Callable[[], Any]) -> SnakefileIndex:
+    """:func:`build_index` with the plan cache (:mod:`ntkpipe.plan_cache`): an entry whose run stores
+    are as they were is used as it is (its studies and index unpickled on first use, or planned again
+    by ``rebuild()`` if that fails); otherwise the studies are planned again, from the cached
+    validation if there is one. Every existing planned store is checked, by its stamp where it holds."""
     key = plan_key(files, variant, limit, bytes_limit, results)
-    entry = read_entry(results, key)
+    cached = read_entry(results, key)
     checks: dict[Path, StoreCheck] = {}
-    if entry is None:
+    stamps: dict[Path, StoreStamp] = {}
+    loaded: dict[str, Study | None] | None = None
+    if cached is not None:
+        entry, pickled = cached
+        _skipped_notes(entry.skipped, variant)
+        if entry.revalidate:  # their data files
+            load_studies([Path(p) for p in entry.revalidate], specs, variant, limit, bytes_limit)
+        stamps = check_stores(entry.wiring.stores, entry.stamps, checks)
+        if store_states(entry.runs, checks) == entry.states:
+            if stamps != entry.stamps:  # stores made or changed since: stamped for the next invocation
+                write_entry(results, key, replace(entry, stamps=stamps), pickled)
+
+            def load() -> WorkflowIndex:  # a damaged detail is planned again, as without the cache
+                kept = read_detail(pickled)
+                return kept.index if kept else rebuild()
+
+            return SnakefileIndex(results, entry.wiring, load, checks)
+        detail = read_detail(pickled)
+        if detail is not None:
+            loaded, revalidate = detail.studies, entry.revalidate
+    if loaded is None:
         loaded, revalidate = load_studies(files, specs, variant, limit, bytes_limit)
-    else:
-        # what this function wrote (plan_cache, a layer below, holds them as objects)
-        loaded, cached = cast("dict[str, Study | None]", entry.studies), cast(WorkflowIndex, entry.index)
-        _skipped_notes(loaded, variant)
-        load_studies([Path(p) for p in entry.revalidate], specs, variant, limit, bytes_limit)  # their data files
-        revalidate = entry.revalidate
-        if store_states(cached.runs, checks) == entry.states:
-            return replace(cached, checks=checks)
     index = index_studies(loaded, results)
-    write_entry(results, key, PlanEntry(loaded, revalidate, index, store_states(index.runs, checks)))
-    return replace(index, checks=checks)
+    runs = {job.path: job.id for job in index.runs.values()}
+    wiring = wire(index)
+    skipped = [path for path, study in loaded.items() if study is None]
+    stamps = check_stores(wiring.stores, stamps, checks)
+    entry = PlanEntry(wiring, skipped, revalidate, runs, store_states(runs, checks), stamps)
+    write_entry(results, key, entry, pickle.dumps(PlanDetail(loaded, index), protocol=pickle.HIGHEST_PROTOCOL))
+    return SnakefileIndex(results, wiring, lambda: index, checks)
+
+
+def load_study(path: Path, variant: str, limit: int, **options) -> Study:
+    """:func:`ntkpipe.study.load.load_study`, imported when a spec is validated."""
+    from ntkpipe.study.load import load_study as load
+
+    return load(path, variant, limit, **options)
 
 
 def load_studies(files: list[Path], specs: str | Path, variant: str, limit: int,
                  bytes_limit: int | None) -> tuple[dict[str, Study | None], list[str]]:
     """Each spec file's validated study (None: it lacks the named variant, skipped), and the files
     whose studies read local data files; one SpecError for all the problems found."""
+    from ntkpipe.data.sources import SOURCES
+    from ntkpipe.lang.axes import suggest
+    from ntkpipe.study.load import variant_names
+
     studies: dict[str, Study | None] = {}
     local_data: list[str] = []
     errors: list[SpecError] = []
@@ -176,7 +224,7 @@ def load_studies(files: list[Path], specs: str | Path, variant: str, limit: int,
         raise errors[0]
     if errors:
         raise SpecError(str(specs), [f"{Path(e.path).name}: {p}" for e in errors for p in e.problems])
-    _skipped_notes(studies, variant)
+    _skipped_notes([path for path, study in studies.items() if study is None], variant)
     if files and not any(studies.values()):
         declared = sorted({v for path in files for v in variant_names(path)})
         raise SpecError(str(specs), [f"no spec declares the variant {variant!r}{suggest(variant, declared)} "
@@ -184,15 +232,17 @@ def load_studies(files: list[Path], specs: str | Path, variant: str, limit: int,
     return studies, local_data
 
 
-def _skipped_notes(studies: dict[str, Study | None], variant: str) -> None:
-    for path, study in studies.items():
-        if study is None:
-            print(f"ntkpipe: {Path(path).name} has no variant {variant!r}; skipped", file=sys.stderr)
+def _skipped_notes(skipped: list[str], variant: str) -> None:
+    for path in skipped:
+        print(f"ntkpipe: {Path(path).name} has no variant {variant!r}; skipped", file=sys.stderr)
 
 
 def index_studies(studies: dict[str, Study | None], results: Path) -> WorkflowIndex:
     """Plan the validated ``studies`` into the workflow's index (a run that several studies share is
     one job, computing the final items of all of them)."""
+    from ntkpipe.study.final_items import item_key
+    from ntkpipe.study.plan import held_items, plan_finals, plan_study
+
     plans: dict[str, StudyPlan] = {}
     for study in studies.values():
         if study is not None:
@@ -219,11 +269,38 @@ def merged_runs(jobs: list[RunJob]) -> dict[str, RunJob]:
     return runs
 
 
+def wire(index: WorkflowIndex) -> Wiring:
+    """The wiring of ``index`` (:mod:`ntkpipe.wiring`): what the rules' functions read."""
+    from ntkpipe.report import claims_caption, figure_caption, table_caption
+
+    studies = {}
+    for tag, plan in index.plans.items():
+        claims = bool(plan.study.spec.claims)
+        studies[tag] = StudyWiring(
+            runs=[str(job.path) for job in plan.runs], finals=[str(job.path) for job in plan.finals.values()],
+            dataset=str(plan.dataset_path), table=str(plan.table_path),
+            figures={name: str(path) for name, path in plan.figure_paths.items()},
+            claims_table=str(plan.claims_table_path) if claims else None,
+            phase_table=str(plan.phase_table_path) if plan.phase_table_path else None,
+            aggregate_config=canonical_json(plan.aggregate_config()),
+            claims_caption=claims_caption(plan) if claims else None, table_caption=table_caption(plan),
+            figure_configs={name: canonical_json(plan.figure_config(name)) for name in plan.figure_paths},
+            figure_captions={name: figure_caption(plan, name) for name in plan.figure_paths})
+    stores = {path: store_id for plan in index.plans.values() for path, store_id in planned_stores(plan).items()}
+    return Wiring(studies,
+                  run_inputs={i: [str(p) for p in job.stage_paths.values()] for i, job in index.runs.items()},
+                  stage_inputs={i: [str(p) for p in job.inputs.values()] for i, job in index.stages.items()},
+                  final_inputs={i: [str(p) for p in (job.run.path, *job.run.stage_paths.values())]
+                                for i, job in index.finals.items()},
+                  targets=index.targets(), stores=stores, directories=sorted(written_directories(index)))
+
+
 def written_directories(index: WorkflowIndex) -> set[Path]:
     """Every directory the jobs of ``index`` write into (stores, figures, logs, the JAX cache)."""
     logs = index.results / "logs"
     dirs = {jax_cache_dir(index.results), logs / "train", logs / "aggregate", logs / "table", logs / "index"}
     dirs |= {logs / "claims" for plan in index.plans.values() if plan.study.spec.claims}
+    dirs |= {logs / "phase_table" for plan in index.plans.values() if plan.phase_table_path}
     dirs |= {job.path.parent for job in index.runs.values()}
     dirs |= {d for job in index.finals.values() for d in (job.path.parent, logs / "finals")}
     dirs |= {d for job in index.stages.values() for d in (job.path.parent, logs / "stages" / job.compute)}
@@ -234,11 +311,12 @@ def written_directories(index: WorkflowIndex) -> set[Path]:
     return dirs
 
 
-def check_results_writable(index: WorkflowIndex) -> None:
+def check_results_writable(index: WorkflowIndex | SnakefileIndex) -> None:
     """Raise ConfigError, before any job runs, if a directory the jobs write into is not writable:
     the directory itself, or (not there yet) the nearest one above it that exists."""
     checked: set[Path] = set()
-    for directory in sorted(written_directories(index)):
+    wired = isinstance(index, SnakefileIndex)
+    for directory in index.wiring.directories if wired else sorted(written_directories(index)):
         existing = directory
         while not existing.exists() and existing != existing.parent:
             existing = existing.parent
@@ -274,12 +352,13 @@ def limit_blas_threads(threads: int | None = None) -> int:
     with numbers equal to rounding. A job process on a cluster (``threads`` None) gets the CPUs the
     scheduler gave it (its affinity mask). The environment variable reaches the OpenBLAS libraries
     loaded later (numpy's and SciPy's each bundle one); :mod:`threadpoolctl` limits those loaded."""
-    from threadpoolctl import threadpool_limits
-
     if threads is None:
         threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     os.environ[BLAS_THREADS_ENV] = str(threads)
-    threadpool_limits(limits=threads, user_api="blas")
+    if "numpy" in sys.modules:  # its OpenBLAS (and SciPy's, if loaded) read the variable before it was set
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads, user_api="blas")
     return threads
 
 
@@ -290,11 +369,16 @@ def configure_jax(results: str | Path) -> None:
     The persistent compilation cache lives in :func:`jax_cache_dir` (reused across invocations); its
     path is made absolute because JAX keeps one cache per process and jobs may run from another working
     directory. Every program is cached: a tiny run compiles dozens, most well under JAX's default
-    threshold of 1 s.
+    threshold of 1 s. Where JAX is not imported yet (a cached plan: nothing imported it), the settings
+    are its environment variables, which it reads when a job imports it.
     """
-    import jax
-
     cache = jax_cache_dir(results).resolve()
     cache.mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", str(cache))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    settings = {"jax_compilation_cache_dir": str(cache), "jax_persistent_cache_min_compile_time_secs": 0.0}
+    if "jax" not in sys.modules:
+        os.environ.update({name.upper(): str(value) for name, value in settings.items()})
+        return
+    import jax
+
+    for name, value in settings.items():
+        jax.config.update(name, value)

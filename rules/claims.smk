@@ -2,20 +2,19 @@
 # verdicts into the study dataset (claim_*); claims enter no run id, so editing a claim re-aggregates, never
 # retrains. A failing claim is printed in red, never an error.
 import ntkpipe.jobs
-from ntkpipe.report import claims_caption
 from ntkpipe.resources import runtime_minutes
 
 
 rule claims:
     input:
-        lambda wc: INDEX.plans[wc.tag].dataset_path,
+        lambda wc: WIRING.studies[wc.tag].dataset,
     output:
         report(f"{RESULTS}/{{tag}}/{{tag}}_claims.csv", caption="../report/caption.rst", category="{tag}",
                subcategory="claims", labels={"item": "claims"}),
     log:
         f"{RESULTS}/logs/claims/{{tag}}.log",
     params:
-        caption=lambda wc: claims_caption(INDEX.plans[wc.tag]),
+        caption=lambda wc: WIRING.studies[wc.tag].claims_caption,
     resources:
         mem_mb=1024,
         runtime=runtime_minutes("plot", config),

@@ -6,7 +6,7 @@ from ntkpipe.resources import run_memory_mb, runtime_minutes
 
 rule final:
     input:
-        lambda wc: [INDEX.finals[wc.final_id].run.path, *INDEX.finals[wc.final_id].run.stage_paths.values()],
+        lambda wc: WIRING.final_inputs[wc.final_id],
     output:
         directory(f"{RESULTS}/finals/{{final_id}}.zarr"),
     log:

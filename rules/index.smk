@@ -5,10 +5,10 @@ import ntkpipe.jobs
 
 rule index:
     input:
-        figures=lambda wc: [str(p) for p in INDEX.plans[wc.tag].figure_paths.values()],
-        table=lambda wc: str(INDEX.plans[wc.tag].table_path),
-        claims=lambda wc: [str(INDEX.plans[wc.tag].claims_table_path)] if INDEX.plans[wc.tag].study.spec.claims else [],
-        phases=lambda wc: [str(p)] if (p := INDEX.plans[wc.tag].phase_table_path) else [],
+        figures=lambda wc: list(WIRING.studies[wc.tag].figures.values()),
+        table=lambda wc: WIRING.studies[wc.tag].table,
+        claims=lambda wc: [WIRING.studies[wc.tag].claims_table] if WIRING.studies[wc.tag].claims_table else [],
+        phases=lambda wc: [WIRING.studies[wc.tag].phase_table] if WIRING.studies[wc.tag].phase_table else [],
     output:
         report(f"{RESULTS}/{{tag}}/index.md", caption="../report/caption.rst", category="{tag}",
                subcategory="index", labels={"item": "index"}),

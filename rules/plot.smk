@@ -2,22 +2,20 @@
 # study's aggregation (the dataset keeps the resolved spec), so the study's figures are redrawn; no run reruns.
 # Each figure is a `snakemake --report` item, captioned from the spec (ntkpipe.report).
 import ntkpipe.jobs
-from ntkpipe.report import figure_caption
 from ntkpipe.resources import runtime_minutes
-from ntkpipe.lang.identity import canonical_json
 
 
 rule plot:
     input:
-        lambda wc: INDEX.plans[wc.tag].dataset_path,
+        lambda wc: WIRING.studies[wc.tag].dataset,
     output:
         report(f"{RESULTS}/{{tag}}/figures/{{figure}}.png", caption="../report/caption.rst", category="{tag}",
                subcategory="figures", labels={"item": "{figure}"}),
     log:
         f"{RESULTS}/logs/plot/{{tag}}/{{figure}}.log",
     params:
-        config=lambda wc: canonical_json(INDEX.plans[wc.tag].figure_config(wc.figure)),
-        caption=lambda wc: figure_caption(INDEX.plans[wc.tag], wc.figure),
+        config=lambda wc: WIRING.studies[wc.tag].figure_configs[wc.figure],
+        caption=lambda wc: WIRING.studies[wc.tag].figure_captions[wc.figure],
     resources:
         mem_mb=2048,
         runtime=runtime_minutes("plot", config),

@@ -6,7 +6,7 @@ from ntkpipe.resources import runtime_minutes, stage_memory_mb
 
 rule stage:
     input:
-        lambda wc: list(INDEX.stages[wc.stage_id].inputs.values()),
+        lambda wc: WIRING.stage_inputs[wc.stage_id],
     output:
         directory(f"{RESULTS}/stages/{{compute}}/{{stage_id}}.zarr"),
     log:

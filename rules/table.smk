@@ -1,20 +1,19 @@
 # One compact table per study (its scalar variables averaged over seeds), for `snakemake --report`; a study with a
 # measured_phase summary also gets its phase table (solvable-model Table 1: one row per task × scaling).
 import ntkpipe.jobs
-from ntkpipe.report import table_caption
 from ntkpipe.resources import runtime_minutes
 
 
 rule table:
     input:
-        lambda wc: INDEX.plans[wc.tag].dataset_path,
+        lambda wc: WIRING.studies[wc.tag].dataset,
     output:
         report(f"{RESULTS}/{{tag}}/{{tag}}_summary.csv", caption="../report/caption.rst", category="{tag}",
                subcategory="table", labels={"item": "summary table"}),
     log:
         f"{RESULTS}/logs/table/{{tag}}.log",
     params:
-        caption=lambda wc: table_caption(INDEX.plans[wc.tag]),
+        caption=lambda wc: WIRING.studies[wc.tag].table_caption,
     resources:
         mem_mb=2048,
         runtime=runtime_minutes("plot", config),
@@ -24,7 +23,7 @@ rule table:
 
 rule phase_table:
     input:
-        lambda wc: INDEX.plans[wc.tag].dataset_path,
+        lambda wc: WIRING.studies[wc.tag].dataset,
     output:
         report(f"{RESULTS}/{{tag}}/{{tag}}_phases.csv", caption="../report/caption.rst", category="{tag}",
                subcategory="table", labels={"item": "phase table"}),

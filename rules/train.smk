@@ -24,7 +24,7 @@ def training(output):
 
 def training_rules():
     """(name, input, output, log, wildcard constraints, mem_mb) of `train` and of each pack's rule."""
-    yield ("train", lambda wc: list(INDEX.runs[wc.run_id].stage_paths.values()),
+    yield ("train", lambda wc: WIRING.run_inputs[wc.run_id],
            [directory(f"{RESULTS}/runs/{{run_id}}.zarr")], f"{RESULTS}/logs/train/{{run_id}}.log",
            {"run_id": unpacked_pattern(set(PACKS))}, lambda wc: run_memory_mb(INDEX.runs[wc.run_id].spec))
     for pack in {pack.id: pack for pack in PACKS.values()}.values():

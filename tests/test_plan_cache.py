@@ -108,3 +108,22 @@ def test_a_replaced_store_of_other_final_items_plans_its_final_job(workdir, load
     (final,) = index.finals.values()
     assert final.run.id == jobs[0].id and [m.name for m in final.items] == ["t_half"]
     assert loads == ["tiny_cache.yaml"]
+
+
+def test_a_stamped_store_written_in_place_or_given_a_file_is_checked_again(workdir, loads, capsys):
+    """A valid store's stamp (ntkpipe.store_stamps) spares its check only while no file of it was
+    written, added or removed: an attrs edit of the same size, and a file added, are still caught."""
+    stores = [write_run(job) for job in plan().runs.values()]
+    assert plan().set_aside_invalid() == []  # planned again (the stores were made), stamped
+    assert plan().set_aside_invalid() == []  # checked by their stamps
+    attrs = stores[0] / ".zattrs"
+    text = attrs.read_text()
+    edited = text.replace('\\"seed\\": 0', '\\"seed\\": 1')
+    assert edited != text and len(edited) == len(text)
+    attrs.write_text(edited)
+    (stores[1] / "loss" / "extra").write_bytes(b"")
+    assert plan().set_aside_invalid() == stores
+    err = capsys.readouterr().err
+    assert f"{stores[0]} is invalid (its config attr hashes to" in err
+    assert f"{stores[1]} is invalid (file(s) not in its manifest: loss/extra)" in err
+    assert loads == ["tiny_cache.yaml"]

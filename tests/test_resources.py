@@ -9,10 +9,10 @@ from pathlib import Path
 
 from jax.flatten_util import ravel_pytree
 
-from ntkpipe.data import load_dataset, output_count
+from ntkpipe.data import input_shape, load_dataset, output_count
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models import build_model, trainable
-from ntkpipe.resources import MIB, input_shape, memory_mb, pack_memory_mb, parameter_count, run_memory_mb
+from ntkpipe.resources import MIB, memory_mb, pack_memory_mb, parameter_count, run_memory_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 

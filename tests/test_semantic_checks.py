@@ -13,13 +13,12 @@ import jax
 import pytest
 
 from ntkpipe.cli import main
-from ntkpipe.data import output_count
+from ntkpipe.data import input_shape, output_count
 from ntkpipe.errors import ConfigError, SpecError
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models import build_model, trainable
 from ntkpipe.resources import (
     MIB,
-    input_shape,
     memory_limit,
     memory_mb,
     parameter_count,

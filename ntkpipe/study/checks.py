@@ -150,8 +150,9 @@ def _option_fit_problems(m, item: MeasureItem, where: tuple, runs: list[RunSpec]
 def _network_problems(runs: list[RunSpec], points: list[dict]) -> list[Problem]:
     """The architecture takes the data's inputs: a CNN needs images (H, W, channels) large enough for
     its convolutions and pools (an MLP flattens anything); checked by building the network abstractly."""
+    from ntkpipe.data import input_shape
     from ntkpipe.models import ARCHITECTURES
-    from ntkpipe.resources import input_shape, parameter_count
+    from ntkpipe.resources import parameter_count
 
     for run, point in zip(runs, points):
         try:

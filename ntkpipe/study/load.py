@@ -29,14 +29,12 @@ from ntkpipe.lang.sweep import (
     to_dimensions,
 )
 from ntkpipe.lang.yaml_lines import KeyPath, YamlSyntaxError, line_of, load_with_lines
-from ntkpipe.study import checks, messages
+from ntkpipe.study import DEFAULT_VARIANT, SPEC_SUFFIX, checks, messages
 from ntkpipe.study.claim_checks import claim_problems
 from ntkpipe.study.size import run_count, run_limit, too_many_runs
 
-DEFAULT_VARIANT = "default"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 RESERVED_NAMES = ("runs", "stages", "finals")  # results/runs, results/stages and results/finals hold the shared stores
-SPEC_SUFFIX = ".yaml"
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ntkpipe.lang.identity import canonical_json, content_id
 from ntkpipe.lang.model_kinds import MODEL_KINDS
-from ntkpipe.lang.schema import RunSpec
-from ntkpipe.study.plan import RunJob
+
+if TYPE_CHECKING:  # the Snakefile imports this module; its runs are planned (or unpickled) only with packing on
+    from ntkpipe.lang.schema import RunSpec
+    from ntkpipe.study.plan import RunJob
 
 MAX_PACK = 32
 """The most runs in one pack: bounds a packed job's memory (k copies of the parameters, optimizer

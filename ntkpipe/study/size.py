@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 
 from ntkpipe.errors import ConfigError
-from ntkpipe.lang import scaling as scale
-from ntkpipe.lang.sweep import SweepError, axis_length, count_points
 
 MAX_RUNS_DEFAULT = 10_000
 MAX_RUNS_ENV = "NTKPIPE_MAX_RUNS"
@@ -35,6 +33,9 @@ def run_limit(given: int | str | None = None, source: str = "max_runs") -> int:
 def run_count(spec: dict) -> int:
     """Runs of a merged spec mapping: the sweep's points, those that do not set ``d`` themselves
     times the values of ``scaling.d``."""
+    from ntkpipe.lang import scaling as scale  # the language: imported here, not for run_limit (the Snakefile's)
+    from ntkpipe.lang.sweep import SweepError, axis_length, count_points
+
     total, with_d = count_points(spec.get("sweep"), scale.AXIS)
     block = spec.get("scaling")
     if isinstance(block, dict) and "d" in block:
