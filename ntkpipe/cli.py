@@ -224,8 +224,8 @@ def cmd_check_figures(args) -> int:
 def cmd_claims(args) -> int:
     """Every claim of the studies with its verdict, failures in red; ``--evaluate``: check the specs'
     claims against the datasets now; ``--markdown FILE``: write the fidelity table into FILE."""
+    from ntkpipe.fidelity import claim_rows, write_fidelity_table
     from ntkpipe.verdicts.render import terminal_lines
-    from ntkpipe.verdicts.results import claim_rows, write_fidelity_table
 
     rows, missing = claim_rows(args.specs, args.results, args.variant, args.studies or None, args.evaluate)
     for line in terminal_lines(rows, color=sys.stdout.isatty()):
