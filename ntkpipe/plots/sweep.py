@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.ticker import NullFormatter
 
-from ntkpipe.labels import AXIS_SYMBOLS, axis_label, display_name, variable_label
+from ntkpipe.labels import AXIS_SYMBOLS, TICK_NAMES, axis_label, display_name, tick_names, variable_label
 from ntkpipe.layout import axis_values, final_value, select, sub_grid
 from ntkpipe.measure.fits import FITS
 from ntkpipe.plots.checks import FIT, THEORY
@@ -113,6 +113,9 @@ def _panel(ax, ds: xr.Dataset, spec, names: list[str], hues: list, x_values: lis
             ax.axhline(level, color="black", lw=1.0, alpha=0.7, label=f"{shown} ({number(level)})")
     if not is_numeric(x_values):
         ax.set_xticks(_positions(x_values, x_values), [display_name(v) for v in x_values])
+        ax.set_xmargin(0.15)
+    elif spec.x in TICK_NAMES:  # numbers that stand for something (Stein test vectors: v1, …, random)
+        ax.set_xticks(_positions(x_values, x_values), tick_names(spec.x, x_values))
         ax.set_xmargin(0.15)
     elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
         shown = [v for v in x_values if v > 0]
