@@ -612,6 +612,10 @@ class SweepFigure(Strict):
                                        "count the same thing (e.g. eigenfunction index i = task index j)")
     theory: str | None = None
     """a variable drawn dashed next to y (e.g. t_half_theory)"""
+    residual: bool = Field(False, exclude_if=lambda v: not v,
+                           description="a small panel under the figure: the theory's relative residual "
+                                       "(theory − measured) / |measured| (<theory>_residual) against x, for a "
+                                       "theory that lies under the data")
     fit: Literal["power_law", "log_law"] | None = None
     """fit each line with power_law (log y over log x) or log_law (y over ln x) and put the exponent in the legend"""
     logx: bool = False
@@ -638,6 +642,9 @@ class SweepFigure(Strict):
         out = [p for v in ys + [self.theory] for p in check.variable(v, ANY_VARIABLE, ("y",))]
         out += check.dim(self.x, ys, ("x",), "x") + check.dim(self.hue, ys, ("hue",), "hue")
         out += check.axis(self.col, ("col",), "col")
+        if self.residual and (self.theory is None or self.col is not None or len(ys) > 1):
+            out += check.problem(("residual",), "residual draws the theory's residual under one panel: it needs "
+                                                "theory, one y and no col")
         if self.mark_col and self.col is None:
             out += check.problem(("mark_col",), "mark_col marks x at each panel's col value: add col")
         if self.logx and (labels := check.labels(self.x)):
