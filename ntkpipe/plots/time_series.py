@@ -183,7 +183,8 @@ def _note_diverged(ax, ds: xr.Dataset, facet: str | None) -> None:
 
 def _column_ranks(ds: xr.Dataset, spec, cols: list) -> dict | None:
     """Each column's hue values in order, when a numeric hue takes different values in each column
-    (depth_scaling: σ over another range per depth L) and as many in each (at most
+    (depth_scaling: σ over another range per depth L), more than :data:`LEGEND_HUES` in all (one
+    scale would be a colour bar over every column's range) and as many in each (at most
     :data:`LEGEND_HUES`): then each column gets a colour scale of its own, the k-th value of every
     column the k-th colour, and the legend lists per colour each column's value. Else None (one
     scale for the figure)."""
@@ -193,7 +194,7 @@ def _column_ranks(ds: xr.Dataset, spec, cols: list) -> dict | None:
     sizes = {len(v) for v in ranks.values()}
     values = list(ranks.values())
     if (len(sizes) != 1 or not 2 <= sizes.pop() <= LEGEND_HUES or not all(is_numeric(v) for v in values)
-            or all(v == values[0] for v in values)):
+            or len({x for v in values for x in v}) <= LEGEND_HUES):  # few values in all: one legend lists them
         return None
     return ranks
 
