@@ -66,7 +66,7 @@ def _spread(ds: xr.Dataset, per_run: set[str]) -> dict[str, xr.DataArray]:
         own = [d for d in var.dims if d not in per_run]
         if len(own) != 1 or own[0] == "time" or var.sizes[own[0]] > SPREAD_MAX or not np.issubdtype(var.dtype, np.number):
             continue
-        dim = own[0]
+        dim = str(own[0])
         values = ds[dim].values.tolist() if dim in ds.coords else list(range(1, var.sizes[dim] + 1))
         for i, shown in enumerate(tick_names(dim, values, plain=True)):
             out[f"{name}[{dim}={shown}]"] = var.isel({dim: i}, drop=True)

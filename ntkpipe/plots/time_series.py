@@ -109,7 +109,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
     labelled = spec.overlay or (spec.hue is not None and norm is None)  # the legend tells the lines apart
     order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
     legend_title = axis_label(spec.hue, ds) if spec.hue and not spec.overlay else None
-    if ranks is not None:
+    if ranks is not None and spec.hue is not None:
         n = len(next(iter(ranks.values())))
         colors = [matplotlib.colormaps["viridis"](x) for x in np.linspace(0.0, 0.9, n)]
         order = [" | ".join(number(ranks[c][k]) for c in cols) for k in range(n)]
