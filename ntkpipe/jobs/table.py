@@ -55,7 +55,7 @@ SPREAD_MAX = 8
 """A variable with one dimension of its own of at most this many values gets a column per value."""
 
 
-def _spread(ds: xr.Dataset, per_run: set[str]) -> dict[str, xr.DataArray]:
+def _spread(ds: xr.Dataset, per_run: set[str]) -> dict[str, tuple]:
     """``<name>[<dim>=<value>]``: each value of a numeric variable with one dimension of its own that is
     no time and has at most :data:`SPREAD_MAX` values (e.g. ``stein_relerr`` over the Stein check's test
     vectors), as a per-run variable of its own; the value shown as figures show it (:func:`tick_names`)."""
@@ -69,7 +69,8 @@ def _spread(ds: xr.Dataset, per_run: set[str]) -> dict[str, xr.DataArray]:
         dim = str(own[0])
         values = ds[dim].values.tolist() if dim in ds.coords else list(range(1, var.sizes[dim] + 1))
         for i, shown in enumerate(tick_names(dim, values, plain=True)):
-            out[f"{name}[{dim}={shown}]"] = var.isel({dim: i}, drop=True)
+            value = var.isel({dim: i}, drop=True)
+            out[f"{name}[{dim}={shown}]"] = (value.dims, value.values)  # the dataset's coords (a run MultiIndex)
     return out
 
 
