@@ -16,6 +16,7 @@ AXIS_LABELS = {
     "nad_index": "NAD index j", "eigenfunction": "init eigenfunction index i",
     "pretrain_epochs": "pretraining epochs k", "checkpoint": "checkpoint", "architecture": "architecture",
     "lr_ratio": "learning-rate ratio η_u / η_W",
+    "stein_vector": "Stein test vector u",
 }
 AXIS_SYMBOLS = {"eigenfunction": "i", "sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
                 "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k", "nad_index": "j",
@@ -31,6 +32,24 @@ DISPLAY_NAMES = {
 case); an id not listed is shown word by word (:data:`DISPLAY_WORDS`), spaces for underscores."""
 DISPLAY_WORDS = {"relu": "ReLU", "ntk": "NTK", "mlp": "MLP", "lenet": "LeNet", "gd": "GD", "adam": "Adam",
                  "sgd": "SGD", "kgd": "kernel GD", "ofe": "OFE", "nad": "NAD", "lr": "lr"}
+
+
+def _stein_vectors(values: list) -> list[str]:
+    """The Stein check's test vectors 1…k+1: the top k NADs v₁…v_k, then the random unit vector."""
+    return [f"v{str(v).translate(SUBSCRIPTS)}" for v in values[:-1]] + ["random"]
+
+
+SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+PLAIN_DIGITS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+TICK_NAMES = {"stein_vector": _stein_vectors}
+"""Coordinates whose numbers stand for something else: their values as shown (ticks, table columns)."""
+
+
+def tick_names(dim: str, values: list, plain: bool = False) -> list[str]:
+    """The values of coordinate ``dim`` as a reader is shown them (:data:`TICK_NAMES`, else as they are);
+    ``plain``: digits for subscripts (CSV column names)."""
+    names = TICK_NAMES[dim](list(values)) if dim in TICK_NAMES else [str(v) for v in values]
+    return [n.translate(PLAIN_DIGITS) for n in names] if plain else names
 
 
 def display_name(value) -> str:

@@ -322,3 +322,21 @@ def test_checker_flags_a_colour_bar_replacing_a_legend():
     assert any("colour bar tells 5 unlabelled line colours apart" in d for d in figure_defects(fig))
     make, settings = FIGURES["time_series_colour_bar"]
     assert not [d for d in figure_defects(drawn(make(), settings)) if "colour bar" in d]
+
+
+def test_checker_finds_texts_over_each_other():
+    """A legend drawn over the axes title and a note under the legend are flagged; the same figure
+    with its legend moved clear of both is not."""
+    fig, axes = new_figure(1, 1)
+    ax = axes[0, 0]
+    ax.plot([0, 1], [0, 1], label="network")
+    ax.set_title("final alignment")
+    legend = ax.legend(loc="lower center", bbox_to_anchor=(0.5, 0.97))  # straddles the title
+    note = ax.text(0.5, 1.02, "2 of 20 runs diverged", transform=ax.transAxes, ha="center")
+    defects = [d for d in figure_defects(fig) if "overlap" in d]
+    assert any("the legend ('network', …)" in d and "'final alignment'" in d for d in defects)
+    assert any("the legend" in d and "'2 of 20 runs diverged'" in d for d in defects)
+    legend.remove()
+    note.remove()
+    ax.legend(loc="lower right")
+    assert [d for d in figure_defects(fig) if "overlap" in d] == []

@@ -77,3 +77,16 @@ def test_the_table_keeps_string_columns_and_the_final_value_of_each_series():
     assert table["measured_phase"].tolist() == ["kernel / rich", "rich"]
     np.testing.assert_allclose(table["test_accuracy_final"].values, [(0.8 + 0.9) / 2, (0.7 + 0.5) / 2])
     assert "run_id" not in table.columns
+
+
+def test_a_variable_with_one_short_dimension_gets_a_column_per_value():
+    """nad_tasks' Stein check (stein_relerr over the test vectors v1…v3 and a random one) is in the
+    table, one column per test vector; a variable with a long dimension of its own is not."""
+    relerr = np.array([[0.017, 0.040, 0.043, 0.063], [0.030, 0.028, 0.012, 0.065]])
+    ds = xr.Dataset({"stein_relerr": (("architecture", "stein_vector"), relerr),
+                     "spectrum": (("architecture", "k"), np.ones((2, 20)))},
+                    coords={"architecture": ["mlp", "lenet"], "stein_vector": [1, 2, 3, 4]})
+    table = sweep_table(ds, ["architecture"])
+    names = [f"stein_relerr[stein_vector={v}]" for v in ("v1", "v2", "v3", "random")]
+    assert table.columns.tolist() == names
+    np.testing.assert_allclose(table[names].values, relerr)

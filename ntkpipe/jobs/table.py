@@ -1,6 +1,7 @@
 """The study table: each scalar variable of a study dataset (one value per run) averaged over seeds
 at every sweep point, the final value of each series (``<name>_final``, its last finite time) and
-every string variable (``predicted_phase``), as CSV for the Snakemake report. Every sweep point has
+every string variable (``predicted_phase``), and a column per value of a variable with one short
+dimension of its own (``stein_relerr[stein_vector=v1]``, the Stein check of each test vector), as CSV for the Snakemake report. Every sweep point has
 its row (one row for a study without a sweep), never cut; either dataset layout (:mod:`ntkpipe.layout`)."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def sweep_table(ds: xr.Dataset, axes: list[str]) -> pd.DataFrame:
     string variable (distinct values over seeds joined by " / "); run ids and timings
     (``seconds_*``) left out."""
     per_run = set(axes) | {RUN}
+    ds = ds.assign(_spread(ds, per_run))
     finals = {f"{n}_final": final_value(v) for n, v in ds.data_vars.items()
               if "time" in v.dims and set(v.dims) <= per_run | {"time"} and np.issubdtype(v.dtype, np.number)}
     ds = ds.assign({n: v for n, v in finals.items() if n not in ds})
@@ -47,6 +49,29 @@ def sweep_table(ds: xr.Dataset, axes: list[str]) -> pd.DataFrame:
     if keys:
         return table.groupby(keys, sort=False, dropna=False).agg(how)
     return table.agg(how).to_frame().T
+
+
+SPREAD_MAX = 8
+"""A variable with one dimension of its own of at most this many values gets a column per value."""
+
+
+def _spread(ds: xr.Dataset, per_run: set[str]) -> dict[str, tuple]:
+    """``<name>[<dim>=<value>]``: each value of a numeric variable with one dimension of its own that is
+    no time and has at most :data:`SPREAD_MAX` values (e.g. ``stein_relerr`` over the Stein check's test
+    vectors), as a per-run variable of its own; the value shown as figures show it (:func:`tick_names`)."""
+    from ntkpipe.labels import tick_names
+
+    out = {}
+    for name, var in ds.data_vars.items():
+        own = [d for d in var.dims if d not in per_run]
+        if len(own) != 1 or own[0] == "time" or var.sizes[own[0]] > SPREAD_MAX or not np.issubdtype(var.dtype, np.number):
+            continue
+        dim = str(own[0])
+        values = ds[dim].values.tolist() if dim in ds.coords else list(range(1, var.sizes[dim] + 1))
+        for i, shown in enumerate(tick_names(dim, values, plain=True)):
+            value = var.isel({dim: i}, drop=True)
+            out[f"{name}[{dim}={shown}]"] = (value.dims, value.values)  # the dataset's coords (a run MultiIndex)
+    return out
 
 
 def _distinct(values: pd.Series) -> str:

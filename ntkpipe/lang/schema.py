@@ -612,6 +612,10 @@ class SweepFigure(Strict):
                                        "count the same thing (e.g. eigenfunction index i = task index j)")
     theory: str | None = None
     """a variable drawn dashed next to y (e.g. t_half_theory)"""
+    residual: bool = Field(False, exclude_if=lambda v: not v,
+                           description="a small panel under the figure: the theory's relative residual "
+                                       "(theory − measured) / |measured| (<theory>_residual) against x, for a "
+                                       "theory that lies under the data")
     fit: Literal["power_law", "log_law"] | None = None
     """fit each line with power_law (log y over log x) or log_law (y over ln x) and put the exponent in the legend"""
     logx: bool = False
@@ -638,6 +642,9 @@ class SweepFigure(Strict):
         out = [p for v in ys + [self.theory] for p in check.variable(v, ANY_VARIABLE, ("y",))]
         out += check.dim(self.x, ys, ("x",), "x") + check.dim(self.hue, ys, ("hue",), "hue")
         out += check.axis(self.col, ("col",), "col")
+        if self.residual and (self.theory is None or self.col is not None or len(ys) > 1):
+            out += check.problem(("residual",), "residual draws the theory's residual under one panel: it needs "
+                                                "theory, one y and no col")
         if self.mark_col and self.col is None:
             out += check.problem(("mark_col",), "mark_col marks x at each panel's col value: add col")
         if self.logx and (labels := check.labels(self.x)):
@@ -772,7 +779,8 @@ class MatrixFigure(Strict):
     ``output``, ``target``; kernel-alignment Sec. 4.3, Figs. 3A–B, 4D) as a heatmap: the first dim
     down the rows, the second across the columns, averaged over the remaining dimensions (e.g. seeds)
     after ``where``; a series is taken at its last time. One panel per value of ``col``, one colour
-    bar for all, each cell annotated with its value."""
+    bar for all, each cell annotated with its value; ``scale_with`` makes the colour scale span other
+    variables too (figures meant to be compared)."""
 
     name: str
     """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
@@ -780,6 +788,10 @@ class MatrixFigure(Strict):
     """matrix: a heatmap of a variable with two dims of its own"""
     variable: str
     """the variable drawn: first dim down the rows, second across (e.g. ksm: output, target)"""
+    scale_with: list[str] = Field([], exclude_if=lambda v: not v,
+                                  description="variables whose matrices (same where, col) the colour scale also "
+                                              "spans, so that figures meant to be compared share one (e.g. ksm "
+                                              "and ksm_init); the colour bar says so")
     col: str | None = None
     """a sweep axis: one panel (column) per value of it"""
     where: dict[str, Any] = {}
@@ -795,6 +807,7 @@ class MatrixFigure(Strict):
 
     def problems(self, check) -> list:
         out = check.variable(self.variable, ("array", "series"), ("variable",))
+        out += [p for j, v in enumerate(self.scale_with) for p in check.variable(v, ("array", "series"), ("scale_with", j))]
         if (dims := check.dims(self.variable)) is not None and len(own := [d for d in dims if d != "time"]) != 2:
             out += check.problem(("variable",), f"{self.variable!r} has dims ({', '.join(own)}); a matrix figure "
                                                 "needs a variable with two (rows, columns), e.g. ksm (output, target)")

@@ -29,9 +29,7 @@ def _initial_gain(run) -> float:
 
 def _t_half_theory(run, traj, item) -> dict:
     """The irreducible loss of the best linear predictor is added to the loss (0 for a linear teacher)."""
-    c0, (beta, s) = _initial_gain(run), run.teacher
-    x, y = run.data.flat_train, run.data.y_train[:, 0]
-    irreducible = 0.5 * float(np.mean((x @ (s * beta) - y) ** 2))
+    c0, s, irreducible = _initial_gain(run), run.teacher[1], _irreducible(run)
     try:
         value = deep_linear.half_loss_time(c0, s, run.spec.model.depth, irreducible)
     except ValueError:  # c₀ ≥ s, or the loss cannot halve
@@ -39,13 +37,23 @@ def _t_half_theory(run, traj, item) -> dict:
     return {"t_half_theory": value}
 
 
+def _irreducible(run) -> float:
+    """The loss of the best linear predictor sβ·x on the training set (0 for a linear teacher)."""
+    beta, s = run.teacher
+    x, y = run.data.flat_train, run.data.y_train[:, 0]
+    return 0.5 * float(np.mean((x @ (s * beta) - y) ** 2))
+
+
 def _overlaps_theory(run, traj, item) -> dict:
-    """u₀² = (q₀ + r₀)/2 plays c₀ (App. C.5); deviations are relative to the theory curve's maximum."""
+    """u₀² = (q₀ + r₀)/2 plays c₀ (App. C.5); deviations are relative to the theory curve's maximum.
+    On whitened data the loss is ½(s − r)² + ½|w⊥|² + the irreducible loss (w = Wᵀa, r = wᵀβ); the
+    theory's w stays along β, so its loss is ½(s − r_theory)² + the irreducible loss (Fig. C.2a)."""
     beta, s = run.teacher
     q0, r0 = two_layer.initial_overlaps(moving_network(run.model0), beta)
     q, r = two_layer.overlaps(traj.time, q0, s, r0)
     u_sq = deep_linear.two_layer_gain(traj.time, (q0 + r0) / 2.0, s)
-    out: dict[str, np.ndarray | float] = {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq}
+    out: dict[str, np.ndarray | float] = {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq,
+                                          "two_layer_loss_theory": 0.5 * (s - r) ** 2 + _irreducible(run)}
     for name, theory in (("q", q), ("r", r), ("readout_norm_sq", u_sq)):
         simulated = traj.series[name]
         out[f"{name}_max_relerr"] = float(np.nanmax(np.abs(simulated - theory)) / np.max(np.abs(theory)))
@@ -91,13 +99,18 @@ MEASUREMENTS = [
                 assumptions=f"deep linear net (activation linear, depth ≥ 2), {_GRADIENT_FLOW}; NaN otherwise, "
                             "or when c₀ ≥ s (the loss cannot halve)"),
     Measurement("two_layer_theory", "final",
-                "q(t), r(t) (Eq. 50–51) and u(t)² (Eq. C.4) and the simulation's largest deviation from them",
+                "q(t), r(t) (Eq. 50–51), u(t)² (Eq. C.4), the loss ½(s − r)² they give (Fig. C.2a) and the "
+                "simulation's largest deviation from them",
                 (series("q_theory", "q(t) theory", theory_of="q",
                         description="q(t) of Eq. 50–51 (silent-alignment App. C) from the measured q₀, r₀"),
                  series("r_theory", "r(t) theory", theory_of="r",
                         description="r(t) of Eq. 50–51 (silent-alignment App. C) from the measured q₀, r₀"),
                  series("readout_norm_sq_theory", "u² theory", theory_of="readout_norm_sq",
                         description="u(t)² of Eq. C.4, the two-layer gain ODE from u₀² = (q₀ + r₀)/2 (App. C.5)"),
+                 series("two_layer_loss_theory", "training loss (two-layer theory)", theory_of="loss",
+                        description="½(s − r_theory(t))² plus the irreducible loss of the best linear predictor: the "
+                                    "loss of a net whose end-to-end weights Wᵀa stay along β, on whitened data "
+                                    "(silent-alignment Fig. C.2a)"),
                  Variable("q_max_relerr", "max |q − q_theory| / max q_theory",
                           description="max_t |q − q_theory| / max_t |q_theory|: the simulation's largest deviation "
                                       "from Eq. 50–51"),

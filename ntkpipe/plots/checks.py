@@ -4,6 +4,8 @@
 
 * a text (title, axis or tick label, legend entry, annotation) that extends beyond the figure;
 * two drawn tick labels of one axis that overlap;
+* two texts that overlap each other (titles, axis labels, annotations, notes; a legend as a whole:
+  a legend drawn over the title, a note under a legend);
 * an axis whose plotted data are all integers (depth, index j, epochs) with ticks between them;
 * a line hidden under another: both drawn with the same line style and marker through the same
   points (within a pixel), so only the later one shows;
@@ -52,7 +54,7 @@ def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
     """The defects of ``fig``, one message each (empty for a clean figure). ``fig`` is drawn first
     unless ``drawn`` says it was just drawn on its Agg canvas unchanged (e.g. saved as PNG)."""
     renderer = fig.canvas.get_renderer() if drawn and isinstance(fig.canvas, FigureCanvasAgg) else draw(fig)
-    defects = texts_outside(fig, renderer)
+    defects = texts_outside(fig, renderer) + overlapping_texts(fig, renderer)
     for name, ax in _named_axes(fig):
         for axis in (ax.xaxis, ax.yaxis):
             defects += [f"{name}: {m}" for m in _overlapping_tick_labels(axis, renderer)]
@@ -132,6 +134,22 @@ def texts_outside(fig: Figure, renderer) -> list[str]:
         if sides:
             out.append(f"text {_short(text)} extends beyond the figure ({', '.join(sides)})")
     return out
+
+
+def overlapping_texts(fig: Figure, renderer) -> list[str]:
+    """A message for each pair of drawn texts that overlap by more than a pixel each way: titles, axis
+    labels, annotations and figure texts, and each legend as one box (its own entries are inside it).
+    Tick labels are left to :func:`_overlapping_tick_labels` (one axis) and texts of a legend to it."""
+    shown_legends = legends(fig)
+    inside = {id(t) for legend in shown_legends for t in [*legend.get_texts(), legend.get_title()]}
+    tick_texts = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in
+                  axis.get_major_ticks() + axis.get_minor_ticks() for t in (tick.label1, tick.label2)}
+    items = [(f"text {_short(t)}", t.get_window_extent(renderer)) for t in _texts(fig)
+             if id(t) not in inside and id(t) not in tick_texts]
+    items += [(f"the legend ({_short(legend.get_texts()[0]) if legend.get_texts() else 'empty'}, …)",
+               legend.get_window_extent(renderer)) for legend in shown_legends]
+    return [f"{a} and {b} overlap" for i, (a, box_a) in enumerate(items) for b, box_b in items[i + 1:]
+            if _overlap(box_a, box_b)]
 
 
 def _short(text: Text) -> str:

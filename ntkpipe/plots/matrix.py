@@ -6,7 +6,8 @@ The variable's own dims follow the sweep axes (as in every study dataset); the f
 the rows, the second across the columns. Everything else (e.g. seeds) is averaged after ``where``;
 a series is taken at its last finite time; diverged runs are left out (and counted in the panel's
 title; a panel without a finite cell says why). One panel per value of ``col``, one colour scale
-and colour bar for all panels, each cell annotated with its value in black or white, whichever
+and colour bar for all panels (spanning the ``scale_with`` variables too, said in the colour bar's
+label, when figures are to be compared), each cell annotated with its value in black or white, whichever
 reads better on the cell's colour.
 """
 
@@ -54,7 +55,8 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
     panels = [matrix_mean(without_diverged(sub[spec.variable], sub)) for sub in subs]
     rows, columns = cast("tuple[str, str]", panels[0].dims)  # ntkpipe names its dimensions by str
     n_rows, n_cols = panels[0].shape
-    finite = np.concatenate([p.values.ravel() for p in panels])
+    shared = [matrix_mean(without_diverged(sub[v], sub)) for v in spec.scale_with for sub in subs]
+    finite = np.concatenate([p.values.ravel() for p in panels + shared])
     finite = finite[np.isfinite(finite)]
     norm = Normalize(finite.min(), finite.max()) if finite.size else Normalize(0.0, 1.0)
     cmap = matplotlib.colormaps[CMAP]
@@ -76,6 +78,8 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
         if heading:
             ax.set_title("\n".join(heading), fontsize=10)
         explain_empty(ax, sub)
-    fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=variable_label(spec.variable),
-                 shrink=0.8)
+    label = variable_label(spec.variable)
+    if spec.scale_with:
+        label += f"\n(scale shared with {', '.join(variable_label(v) for v in spec.scale_with)})"
+    fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, label=label, shrink=0.8)
     return finish_figure(fig, title)

@@ -161,11 +161,16 @@ def note_diverged(ax, ds: xr.Dataset):
 DPI = 130
 
 
-def new_figure(n_rows: int, n_cols: int, *, width: float = 4.2, height: float = 3.3):
+def new_figure(n_rows: int, n_cols: int, *, width: float = 4.2, height: float = 3.3,
+               height_ratios: list[float] | None = None):
     """A constrained-layout figure of panels ``width`` × ``height`` inches at the saved resolution
-    (so that what :mod:`ntkpipe.plots.checks` measures is what the PNG shows)."""
-    fig = Figure(figsize=(width * n_cols, height * n_rows), dpi=DPI, layout="constrained")
-    axes = fig.subplots(n_rows, n_cols, squeeze=False)
+    (so that what :mod:`ntkpipe.plots.checks` measures is what the PNG shows); ``height_ratios``
+    sets the rows' heights relative to each other (e.g. a small residual panel), the figure's height
+    staying ``height`` × their sum."""
+    total = sum(height_ratios) if height_ratios else n_rows
+    fig = Figure(figsize=(width * n_cols, height * total), dpi=DPI, layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False,
+                        gridspec_kw={"height_ratios": height_ratios} if height_ratios else None)
     return fig, axes
 
 

@@ -17,9 +17,10 @@ import numpy as np
 import xarray as xr
 from matplotlib.ticker import NullFormatter
 
-from ntkpipe.labels import AXIS_SYMBOLS, axis_label, display_name, variable_label
+from ntkpipe.labels import AXIS_SYMBOLS, TICK_NAMES, axis_label, display_name, tick_names, variable_label
 from ntkpipe.layout import axis_values, final_value, select, sub_grid
 from ntkpipe.measure.fits import FITS
+from ntkpipe.measure.registry import residual_name
 from ntkpipe.plots.checks import FIT, THEORY
 from ntkpipe.plots.finish import explain_empty, figure_legend, finish_figure
 from ntkpipe.plots.style import (
@@ -64,7 +65,11 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
     cols = axis_values(ds, spec.col) if spec.col else [None]
     grid = (len(panels), len(cols)) if spec.col else (1, len(panels))  # col: a column each, y down the rows
     width = 5.4 if grid == (1, 1) else 4.4 if grid[1] <= 3 else 3.4
-    fig, axes = new_figure(*grid, width=width, height=4.1 if grid[0] == 1 else 3.4)
+    if spec.residual:  # a small panel of the theory's residual under the one panel
+        fig, both = new_figure(2, 1, width=width, height=4.1 / 1.35, height_ratios=[1.0, 0.35])
+        axes, below = both[:1], both[1, 0]
+    else:
+        fig, axes = new_figure(*grid, width=width, height=4.1 if grid[0] == 1 else 3.4)
     for j, c in enumerate(cols):
         sub = sub_grid(ds, {spec.col: c}) if spec.col else ds
         for i, names in enumerate(panels):
@@ -74,6 +79,8 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
             if spec.col and i == 0:
                 ax.set_title(hue_label(spec.col, c) + beyond, fontsize=10)
             explain_empty(ax, sub)
+    if spec.residual:
+        _residual_panel(below, axes[0, 0], ds, spec, hues, x_values)
     note_diverged(axes[0, -1], ds)
     order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
     return finish_figure(fig, title, figure_legend(axes, order, title=axis_label(spec.hue, ds) if spec.hue else None))
@@ -114,6 +121,9 @@ def _panel(ax, ds: xr.Dataset, spec, names: list[str], hues: list, x_values: lis
     if not is_numeric(x_values):
         ax.set_xticks(_positions(x_values, x_values), [display_name(v) for v in x_values])
         ax.set_xmargin(0.15)
+    elif spec.x in TICK_NAMES:  # numbers that stand for something (Stein test vectors: v1, …, random)
+        ax.set_xticks(_positions(x_values, x_values), tick_names(spec.x, x_values))
+        ax.set_xmargin(0.15)
     elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
         shown = [v for v in x_values if v > 0]
         ax.set_xticks(shown, [number(v) for v in shown])
@@ -122,6 +132,30 @@ def _panel(ax, ds: xr.Dataset, spec, names: list[str], hues: list, x_values: lis
     ax.set_ylabel(spec.ylabel if spec.ylabel and len(names) == len(spec.plotted()) else
                   " / ".join(variable_label(v) for v in names))
     ax.grid(True, which="major", alpha=0.3)
+
+
+def _residual_panel(ax, above, ds: xr.Dataset, spec, hues: list, x_values: list) -> None:
+    """The theory's relative residual (``<theory>_residual``, mean over the other axes) against x,
+    one line per hue in its colour, about a grey zero line; the panel above loses its x label."""
+    name = residual_name(spec.theory)
+    ax.set_xscale(above.get_xscale())
+    ax.axhline(0.0, color="0.6", lw=0.8, zorder=1)
+    for color, h in zip(hue_colors(hues), hues):
+        sub = sub_grid(ds, {spec.hue: h} if spec.hue else None)
+        if name not in sub:
+            continue
+        xv, mean, _, _ = _reduce(final_value(without_diverged(sub[name], sub)), spec.x, x_values)
+        keep = drawable(ax, xv, mean)
+        ax.plot(xv[keep], mean[keep], "-", marker="o", color=color, lw=1.2, ms=3)
+    ax.set_xlim(above.get_xlim())
+    ax.set_xticks(above.get_xticks(), [t.get_text() for t in above.get_xticklabels()])
+    ax.set_xlim(above.get_xlim())
+    ax.set_xlabel(above.get_xlabel())
+    above.set_xlabel("")
+    ax.set_ylabel("residual", fontsize=9)
+    ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
+    ax.grid(True, alpha=0.3)
+    ax.set_title("relative residual (theory − measured) / |measured|", fontsize=9)
 
 
 def _mark(ax, value, spec) -> str:

@@ -32,6 +32,7 @@ from ntkpipe.plots.style import (
     hue_label,
     is_numeric,
     new_figure,
+    number,
     without_diverged,
 )
 
@@ -101,19 +102,31 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
     cols = axis_values(ds, spec.col) if spec.col else [None]
     hues = _drawn_values(sub_grid(ds), spec.hue, spec.variables) if spec.hue else [None]
     colors, norm = _hue_scheme(hues)
+    ranks = _column_ranks(ds, spec, cols)
+    if ranks is not None:  # one colour scale per column: the k-th smallest hue of every column shares a colour
+        norm = None
     rows = [spec.variables] if spec.overlay else [[v] for v in spec.variables]
     labelled = spec.overlay or (spec.hue is not None and norm is None)  # the legend tells the lines apart
+    order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
+    legend_title = axis_label(spec.hue, ds) if spec.hue and not spec.overlay else None
+    if ranks is not None and spec.hue is not None:
+        n = len(next(iter(ranks.values())))
+        colors = [matplotlib.colormaps["viridis"](x) for x in np.linspace(0.0, 0.9, n)]
+        order = [" | ".join(number(ranks[c][k]) for c in cols) for k in range(n)]
+        legend_title = (f"{axis_label(spec.hue, ds)}, a colour scale per column "
+                        f"({' | '.join(hue_label(spec.col, c) for c in cols)})")
     fig, axes = new_figure(len(rows), len(cols))
     for j, c in enumerate(cols):
         sub = sub_grid(ds, {spec.col: c} if spec.col else None)
         present = set(sub[spec.hue].values.tolist()) if spec.hue else {None}
+        col_hues = ranks[c] if ranks is not None else hues
         for i, names in enumerate(rows):
             ax = axes[i, j]
             ax.set_xscale("log" if spec.logx else "linear")
             ax.set_yscale("log" if any(n in spec.logy for n in names) else "linear")
             for k, name in enumerate(names):
                 how = spec.normalize.get(name)
-                for color, h in zip(colors, hues):
+                for k, (color, h) in enumerate(zip(colors, col_hues)):
                     if h not in present:  # a union sub-grid without this hue value
                         continue
                     if spec.overlay and spec.hue is None:
@@ -127,6 +140,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                     label = variable_label(name) + (" / initial" if how == "initial" else " / final" if how else "")
                     if spec.hue:
                         label = hue_label(spec.hue, h) if not spec.overlay else f"{label}, {hue_label(spec.hue, h)}"
+                        label = order[k] if ranks is not None else label
                     _draw(ax, line["time"].values, line.values, color=color, lw=1.5,
                           **({"label": label} if labelled else {}))
                     if name in spec.theory:
@@ -157,8 +171,6 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
     if spec.hue and norm is not None:  # the colour bar of a numeric hue
         mappable = matplotlib.cm.ScalarMappable(norm=norm, cmap=matplotlib.colormaps["viridis"])
         fig.colorbar(mappable, ax=axes, label=axis_label(spec.hue, ds), shrink=0.8)
-    order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
-    legend_title = axis_label(spec.hue, ds) if spec.hue and not spec.overlay else None
     return finish_figure(fig, title, figure_legend(axes, order, title=legend_title))
 
 
@@ -167,6 +179,24 @@ def _note_diverged(ax, ds: xr.Dataset, facet: str | None) -> None:
     label = diverged_label(ds)
     if label:
         ax.plot([], [], ls="none", label=f"{facet}: {label}" if facet else label)
+
+
+def _column_ranks(ds: xr.Dataset, spec, cols: list) -> dict | None:
+    """Each column's hue values in order, when a numeric hue takes different values in each column
+    (depth_scaling: σ over another range per depth L), more than :data:`LEGEND_HUES` in all (one
+    scale would be a colour bar over every column's range) and as many in each (at most
+    :data:`LEGEND_HUES`): then each column gets a colour scale of its own, the k-th value of every
+    column the k-th colour, and the legend lists per colour each column's value. Else None (one
+    scale for the figure)."""
+    if not (spec.col and spec.hue and not spec.overlay and len(cols) > 1):
+        return None
+    ranks = {c: sorted(_drawn_values(sub_grid(ds, {spec.col: c}), spec.hue, spec.variables)) for c in cols}
+    sizes = {len(v) for v in ranks.values()}
+    values = list(ranks.values())
+    if (len(sizes) != 1 or not 2 <= sizes.pop() <= LEGEND_HUES or not all(is_numeric(v) for v in values)
+            or len({x for v in values for x in v}) <= LEGEND_HUES):  # few values in all: one legend lists them
+        return None
+    return ranks
 
 
 def _hue_scheme(hues: list):
