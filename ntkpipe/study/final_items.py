@@ -3,7 +3,8 @@
 A run's id hashes only what training and its checkpoint measurements need; final measurements
 (``when: final``) are computed by the training job when it runs and, when a study later asks for
 one its store lacks, by a final job reading that store. An item is keyed by the canonical JSON of
-its resolved config (name and options); a run store lists its items in the attribute ``final_items``.
+its resolved config (name, options and the variables it computes); a run store lists its items in the
+attribute ``final_items``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ def run_final_items(run: RunSpec) -> tuple[MeasureItem, ...]:
 
 
 def item_config(item: MeasureItem) -> dict:
-    return canonical(item.model_dump(mode="json"))
+    """The item's name and options, and the variables its record computes: a store whose item was
+    measured before the record gained a variable (e.g. ``two_layer_theory``'s loss) lacks it, and a final
+    job measures it again (never a retraining: final items are not in run ids)."""
+    return canonical({**item.model_dump(mode="json"), "outputs": sorted(v.name for v in REGISTRY[item.name].variables)})
 
 
 def item_key(item: MeasureItem) -> str:
