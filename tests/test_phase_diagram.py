@@ -169,7 +169,7 @@ def test_relative_kernel_change_is_the_frobenius_change_of_the_train_gram(tmp_pa
 
 
 @pytest.mark.computes("summary:predicted_phase", "summary:measured_phase", "summary:power_law",
-                      "relative_kernel_change")
+                      "relative_kernel_change", "figure:phases")
 def test_phase_study_end_to_end(tmp_path):
     plan = plan_study(_load(tmp_path, STUDY + FIGURE), tmp_path / "results")
     for job in plan.runs:
