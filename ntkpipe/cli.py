@@ -285,6 +285,14 @@ def cmd_new(args) -> int:
     return 0
 
 
+def _study_selection(p: argparse.ArgumentParser) -> None:
+    """The studies a command reads: names (default every spec in ``--specs``), their results and variant."""
+    p.add_argument("studies", nargs="*", help="study names (default: every spec in --specs)")
+    p.add_argument("--specs", default="specs")
+    p.add_argument("--results", default="results")
+    p.add_argument("--variant", default="default")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ntkpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -308,10 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser("why", help="for each job snakemake would run, why: a new sweep point, an invalid store, "
                                    "or the spec keys that changed (old → new)")
-    p.add_argument("studies", nargs="*", help="study names (default: every spec in --specs)")
-    p.add_argument("--specs", default="specs")
-    p.add_argument("--results", default="results")
-    p.add_argument("--variant", default="default")
+    _study_selection(p)
     p.set_defaults(func=cmd_why)
     p = sub.add_parser("show", help="summarize a result store (.zarr)")
     p.add_argument("store")
@@ -332,10 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         p.set_defaults(func=cmd_verify if name == "verify" else cmd_clean)
     p = sub.add_parser("claims", help="the papers' claims of each study checked: measured, expected, pass or FAIL "
                                       "(from the results' claims tables; --evaluate: from the datasets now)")
-    p.add_argument("studies", nargs="*", help="study names (default: every spec in --specs)")
-    p.add_argument("--specs", default="specs")
-    p.add_argument("--results", default="results")
-    p.add_argument("--variant", default="default")
+    _study_selection(p)
     p.add_argument("--evaluate", action="store_true", help="check the specs' claims against the study datasets now")
     p.add_argument("--markdown", metavar="FILE", help="write the fidelity table into FILE between its markers "
                                                       "(README.md)")
