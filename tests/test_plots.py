@@ -582,3 +582,24 @@ def test_sweep_col_draws_a_panel_per_value_and_marks_x_at_it(tmp_path):
     path.write_text(DIVERGING + "  - {name: t2, kind: sweep, x: sigma, y: t_half, mark_col: true}\n")
     with pytest.raises(SpecError, match="mark_col marks x at each panel's col value: add col"):
         load_study(path)
+
+
+def test_a_drawn_figure_is_saved_as_drawn_pixel_for_pixel(tmp_path):
+    """The plot job saves the canvas it has just drawn (and checked) instead of drawing it again: the PNG is
+    savefig's, pixel for pixel, with the same text chunks (non-Latin-1 as iTXt) and resolution."""
+    from PIL import Image
+
+    from ntkpipe.plots.checks import draw
+    from ntkpipe.plots.style import new_figure, save
+
+    fig, axes = new_figure(1, 2)
+    axes[0, 0].plot([1, 2, 3], [3, 1, 2], label="$K_V$")
+    axes[0, 1].loglog([1, 10, 100], [1, 0.1, 0.01])
+    axes[0, 0].legend()
+    fig.suptitle("$\\|K\\|_F$ against time, σ = 0.1")
+    draw(fig)
+    meta = {"Title": "‖K‖ ✓", "Source": "specs/x.yaml"}
+    drawn, again = save(fig, tmp_path / "drawn.png", meta, drawn=True), save(fig, tmp_path / "again.png", meta)
+    a, b = Image.open(drawn), Image.open(again)
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert {k: a.info[k] for k in ("Title", "Source", "Software", "dpi")} == {k: b.info[k] for k in ("Title", "Source", "Software", "dpi")}

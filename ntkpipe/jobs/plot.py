@@ -44,4 +44,4 @@ def plot_figure(plan: StudyPlan, name: str, out: str | Path) -> Path:
         defects = figure_defects(fig, drawn=True)
         for defect in defects:
             print(f"ntkpipe: figure {out}: {defect}", file=sys.stderr)
-        return save(fig, out, figure_metadata(plan, name, defects))
+        return save(fig, out, figure_metadata(plan, name, defects), drawn=True)

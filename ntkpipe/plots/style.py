@@ -174,11 +174,26 @@ def new_figure(n_rows: int, n_cols: int, *, width: float = 4.2, height: float = 
     return fig, axes
 
 
-def save(fig: Figure, path: str | Path, metadata: dict[str, str] | None = None) -> Path:
-    """Write a PNG atomically (temporary name, then rename), with ``metadata`` as its text chunks."""
+def save(fig: Figure, path: str | Path, metadata: dict[str, str] | None = None, *, drawn: bool = False) -> Path:
+    """Write a PNG atomically (temporary name, then rename), with ``metadata`` as its text chunks.
+    ``drawn``: ``fig`` was just drawn on its Agg canvas (:func:`ntkpipe.plots.checks.draw`) and not changed
+    since, so its pixels are written as they are, not drawn a second time by ``savefig`` (the same PNG,
+    at the figure's resolution, :data:`DPI`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp-{uuid.uuid4().hex[:8]}.png")
-    fig.savefig(tmp, dpi=DPI, metadata=metadata)
+    if drawn:
+        from PIL import Image
+        from PIL.PngImagePlugin import PngInfo
+
+        info = PngInfo()
+        for key, value in {"Software": f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/",
+                           **(metadata or {})}.items():
+            info.add_text(key, value)  # iTXt where it is not Latin-1, as savefig writes it
+        width, height = fig.canvas.get_width_height(physical=True)
+        Image.frombuffer("RGBA", (width, height), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(  # pyright: ignore[reportAttributeAccessIssue]  # Agg canvas, drawn
+            tmp, format="png", pnginfo=info, dpi=(fig.dpi, fig.dpi))
+    else:
+        fig.savefig(tmp, dpi=DPI, metadata=metadata)
     os.replace(tmp, path)
     return path
