@@ -3,6 +3,8 @@ of its own; their shrunk studies are kept in tests/generated_regressions/ and ru
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import equinox as eqx
 import jax
 import numpy as np
@@ -16,6 +18,8 @@ from ntkpipe.stages.network import stage_data
 from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
+
+REGRESSIONS = Path(__file__).parent / "generated_regressions"
 
 NEAR_PARALLEL_EIGEN = """\
 data:
@@ -158,3 +162,23 @@ def test_mode_strength_theory_is_nan_for_a_mode_that_starts_above_its_target():
     out = mode_strength_trajectories(times, [0.01, 0.64], [1.0, 0.39], 3)
     np.testing.assert_array_equal(out[0], gain_trajectory(times, 0.01, 1.0, 3))
     assert np.isnan(out[1]).all()
+
+
+def test_gram_stage_of_a_frozen_ofe_is_the_unscaled_networks_initial_ntk(tmp_path):
+    """An OFE with a frozen kernel (γ = 0) and eigenvector labels: the Gram stage rebuilt its network with
+    γ = 0 and failed validation; an OFE's K₀ is the unscaled network's (γ enters its dynamics), so the
+    stage's Gram is that network's NTK, the same for every γ."""
+    text = (REGRESSIONS / "frozen_ofe_with_eigen_labels.yaml").read_text()
+    grams = []
+    for name, gamma in (("frozen", "0"), ("rescaled", "2.0")):
+        path = tmp_path / f"study_{name}.yaml"
+        path.write_text(text.replace("gamma: 0}", f"gamma: {gamma}}}"))
+        plan = plan_study(load_study(path), tmp_path / "results")
+        job = next(j for j in plan.stages.values() if j.compute == "ntk_gram")
+        grams.append(read_store(run_stage(job, tmp_path / f"gram_{name}.zarr"))["gram"].values)
+        run = plan.runs[0].spec
+        data = stage_data(job)
+        unscaled = build_model(run.model.model_copy(update={"kind": "network", "gamma": 1.0}), data.input_shape, 1,
+                               run.seed)
+        np.testing.assert_allclose(grams[-1], _ntk(unscaled, np.asarray(data.x_all, np.float32)), rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(grams[0], grams[1])

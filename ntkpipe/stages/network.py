@@ -6,6 +6,7 @@ from __future__ import annotations
 import equinox as eqx
 
 from ntkpipe.data import Dataset
+from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.schema import MODEL_SPEC, DataSpec
 from ntkpipe.models import build_model
 from ntkpipe.stages.inputs import read_stages, run_data
@@ -13,8 +14,12 @@ from ntkpipe.stages.job import StageJob
 
 
 def network_slice(run_config: dict) -> dict:
-    """The run's network at init: its model section without ``kind``/``origin``, and its seed."""
-    model = {k: v for k, v in run_config["model"].items() if k not in ("kind", "origin")}
+    """The run's network at init: its model section without ``kind``/``origin``, and its seed; without
+    ``gamma`` too where the kind's network is not rescaled by it (the OFE kinds: γ is in their dynamics,
+    K₀ is the unscaled network's, and a frozen kernel's γ = 0 is no network's)."""
+    kind = MODEL_KINDS[run_config["model"].get("kind", "network")]
+    dropped = ("kind", "origin") if kind.rescaled else ("kind", "origin", "gamma")
+    model = {k: v for k, v in run_config["model"].items() if k not in dropped}
     return {"seed": run_config["seed"], "model": model}
 
 
