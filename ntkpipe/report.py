@@ -65,6 +65,10 @@ def _figure(plan: StudyPlan, name: str) -> FigureSpec:
     return next(f for f in plan.study.spec.figures if f.name == name)
 
 
+_NORMALIZED = {"initial": "over its initial value", "final": "over its final value",
+               "change": "minus its initial value"}
+
+
 def _drawn(f: FigureSpec) -> str:
     """What figure ``f`` draws against what, by its kind (the caption's first sentence)."""
     from ntkpipe.labels import axis_label, variable_label
@@ -79,6 +83,7 @@ def _drawn(f: FigureSpec) -> str:
         return (f"{', '.join(variable_label(v) for v in f.variables)} against time"
                 + (f", one line per {axis_label(f.hue)}" if f.hue else "")
                 + (f", one column per {axis_label(f.col)}" if f.col else "")
+                + "".join(f"; {variable_label(v)} {_NORMALIZED[how]}" for v, how in f.normalize.items())
                 + " (mean ± sd band over the averaged axes; values at t = 0 at the left edge)")
     if f.kind == "scatter":
         return (f"{', '.join(variable_label(y) for y in f.y)} against {variable_label(f.x)}"

@@ -13,6 +13,8 @@ from scipy.optimize import brentq
 
 from ntkpipe.models import MLP
 from ntkpipe.ntk import empirical_ntk
+from ntkpipe.ntk.kernel_stats import kernel_alignment
+from ntkpipe.ntk.layout import flatten_gram
 from ntkpipe.theory import deep_linear, final_kernel, two_layer
 
 
@@ -341,3 +343,57 @@ def test_deep_mode_strengths_follow_ode():
         else:
             assert np.all(error < bound), error
     np.testing.assert_allclose(measured[:, -1], strengths, rtol=1e-4)
+
+
+# --- final NTK with several outputs (App. H) -------------------------------------------------------
+
+
+def _ntk_gram(model: MLP, x) -> np.ndarray:
+    """The (P·C, P·C) training Gram of the model, by automatic differentiation (ntkpipe's empirical NTK)."""
+    return np.asarray(flatten_gram(empirical_ntk(model, x)), dtype=np.float64)
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4])
+def test_multioutput_final_gram_is_the_ntk_of_the_balanced_net(depth):
+    """A balanced rank-C net W_1 = R_2 S^{1/L} Vᵀ, W_ℓ = R_{ℓ+1} S^{1/L} R_ℓᵀ, W_L = Z S^{1/L} R_Lᵀ (random
+    orthonormal R_ℓ) computes β = Z S Vᵀ; its NTK by autodiff is the closed form, to round-off."""
+    rng = np.random.default_rng(10 + depth)
+    x, y, z, v = _mode_task(rng, np.array([3.0, 1.5, 0.5]), p=30, d=8)
+    strengths, width = np.array([3.0, 1.5, 0.5]), 6
+    r = [np.linalg.qr(rng.standard_normal((width, 3)))[0] for _ in range(depth - 1)]
+    root = np.diag(strengths ** (1.0 / depth))
+    sides = [v] + r + [z]  # r_1 = v, …, r_{L+1} = z
+    weights = [sides[k + 1] @ root @ sides[k].T for k in range(depth)]
+    model = _with_weights(_linear_net(8, width, depth, 1.0, seed=depth, out_size=3), weights)
+    np.testing.assert_allclose(_end_to_end(weights), z * strengths @ v.T, atol=1e-12)
+    gram = _ntk_gram(model, x)
+    theory = final_kernel.multioutput_final_gram(x, y, depth)
+    np.testing.assert_allclose(theory, gram, rtol=1e-9, atol=1e-9 * np.abs(gram).max())
+    assert final_kernel.multioutput_final_alignment(x, y, depth) == pytest.approx(kernel_alignment(gram, y), rel=1e-9)
+
+
+def test_multioutput_final_alignment_with_one_output_is_eq63():
+    """C = 1: the closed form is Eq. 63's M∞ with β the least-squares direction."""
+    rng = np.random.default_rng(3)
+    x, beta = _whitened(rng, 60, 20), _unit(rng, 20)
+    for depth in (2, 3):
+        expected = final_kernel.kernel_alignment_of_matrix(final_kernel.final_ntk_matrix(beta, 1.7, depth), x,
+                                                           1.7 * x @ beta)
+        assert final_kernel.multioutput_final_alignment(x, 1.7 * x @ beta, depth) == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("depth,sigma,t_max", [(2, 1e-2, 60.0), (3, 3e-2, 400.0)])
+def test_multioutput_final_gram_of_trained_net(depth, sigma, t_max):
+    """Gradient flow from σ-small init (P = 60, D = 12, C = 3, s = 3, 1.5, 0.8, N = 16) to convergence:
+    the net's NTK Gram (autodiff) reaches the closed form up to the O(σ) the first layer keeps off the
+    data's modes. Measured: relative Frobenius error 2.9e-5 (L = 2), 3.8e-4 (L = 3) against the bound σ;
+    alignment 0.33925 vs 0.33925 and 0.42071 vs 0.42070 (off by 5e-7, 8e-6; bound 1e-4)."""
+    rng = np.random.default_rng(20 + depth)
+    x, y, _, _ = _mode_task(rng, np.array([3.0, 1.5, 0.8]), p=60, d=12)
+    model = _linear_net(12, 16, depth, sigma, seed=depth, out_size=3)
+    (trained,) = _gradient_flow(_weights(model), x, y, [t_max])
+    net = _with_weights(model, trained)
+    assert np.abs(np.asarray(jax.vmap(net)(jnp.asarray(x))) - y).max() < 1e-5
+    gram, theory = _ntk_gram(net, x), final_kernel.multioutput_final_gram(x, y, depth)
+    assert np.linalg.norm(gram - theory) / np.linalg.norm(theory) < sigma
+    assert final_kernel.multioutput_final_alignment(x, y, depth) == pytest.approx(kernel_alignment(gram, y), abs=1e-4)

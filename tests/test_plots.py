@@ -603,3 +603,19 @@ def test_a_drawn_figure_is_saved_as_drawn_pixel_for_pixel(tmp_path):
     a, b = Image.open(drawn), Image.open(again)
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert {k: a.info[k] for k in ("Title", "Source", "Software", "dpi")} == {k: b.info[k] for k in ("Title", "Source", "Software", "dpi")}
+
+
+def test_time_series_change_subtracts_the_initial_value(tmp_path):
+    """``normalize: change`` draws value − initial value per hue line (kernel-alignment Fig. 7A: each
+    trace the projection on a target with its initial value subtracted), and says so on the axis."""
+    time = np.array([0.0, 1.0, 10.0])
+    values = np.array([[3.0, 5.0], [4.0, 7.0], [6.0, 8.0]])  # (time, target)
+    ds = xr.Dataset({"kv_projection": (("time", "target"), values)}, coords={"time": time, "target": [1, 2]})
+    fig = draw_quietly(ds, figure_spec("c", {"kind": "time_series", "variables": ["kv_projection"], "hue": "target",
+                                             "normalize": {"kv_projection": "change"}}))
+    drawn = [line.get_xydata() for line in fig.axes[0].get_lines() if line.get_linestyle() == "-"]
+    np.testing.assert_allclose(drawn[0], [[1.0, 1.0], [10.0, 3.0]])
+    np.testing.assert_allclose(drawn[1], [[1.0, 2.0], [10.0, 3.0]])
+    assert fig.axes[0].get_ylabel().endswith("− initial")
+    assert figure_defects(fig) == []
+    save(fig, tmp_path / "change.png")

@@ -192,7 +192,8 @@ def test_measurements_of_a_three_output_mlp_have_their_declared_shapes():
 
 def test_component_growth_of_planted_series():
     """Series growing linearly, Δ projection = t·(a on the diagonal, b off it), Δ trace = t·τ:
-    own/other = a/b and the growth ratio [a/τ]/(P/2)."""
+    own/other = a/b and the growth ratio [a/τ]/(P/2); K_V's growth along target d, mean over c,
+    is t_end·(a + (C − 1)b)/C for every d."""
     t = np.linspace(0.0, 2.0, 5)
     a, b, tau, p, c = 3.0, 1.5, 0.25, 8, 3
     rate = np.where(np.eye(c, dtype=bool), a, b)
@@ -208,6 +209,7 @@ def test_component_growth_of_planted_series():
     np.testing.assert_allclose(out["kw_own_growth"], 2 * a * t)
     np.testing.assert_allclose(out["kv_other_growth"], b * t)
     np.testing.assert_allclose(out["kw_other_growth_theory"], a * t)
+    np.testing.assert_allclose(out["kv_target_growth"], np.full(c, t[-1] * (a + (c - 1) * b) / c))
 
 
 def test_eq16_rates_give_the_p_over_two_anisotropy_early():

@@ -657,7 +657,7 @@ class TimeSeriesFigure(Strict):
     """Variables against time: one panel per variable (or all in one with ``overlay``), columns
     per value of ``col``, one line per value of ``hue`` (a sweep axis or a dimension such as
     ``mode``), averaged over the remaining dimensions. ``normalize`` divides a variable by its
-    ``initial`` or ``final`` value; ``theory`` maps a variable to its theory (series or scalar),
+    ``initial`` or ``final`` value, or (``change``) subtracts its initial value; ``theory`` maps a variable to its theory (series or scalar),
     drawn dashed; ``reference`` selects other runs (e.g. the network a model is compared with),
     drawn dashed in black. ``where`` selects sweep axes and, in any figure, dimensions that every
     plotted variable has (e.g. ``output: 3`` of ``kv_projection``, hue ``target``)."""
@@ -674,8 +674,8 @@ class TimeSeriesFigure(Strict):
     """a sweep axis: one panel (column) per value of it"""
     overlay: bool = False
     """draw all variables in one panel"""
-    normalize: dict[str, Literal["initial", "final"]] = {}
-    """{variable: initial | final}: divide the variable by its value at init or at the end"""
+    normalize: dict[str, Literal["initial", "final", "change"]] = {}
+    """{variable: initial | final | change}: divide the variable by its value at init or at the end, or (change) subtract its value at init (its growth, e.g. kernel-alignment Fig. 7)"""
     theory: dict[str, str] = {}
     """{variable: theory variable}: the theory (series or scalar) drawn dashed"""
     logx: bool = True

@@ -250,8 +250,8 @@ MEASUREMENTS = [
                 _kernel_components, req.hidden_layer, architectures=WITH_READOUT, options=(subset_option(0), EVERY),
                 check_options=subset_fits, gram_points=subset_gram),
     Measurement("component_growth", "final",
-                "growth of K_V and K_W along own (c = d) and other (c ≠ d) targets and its ratios: K_V along y vs "
-                "its trace (≈ P/2, Eq. 16), K_W along y vs its trace (≈ 1), own vs other growth (K_W ≈ 2, Eq. 21; "
+                "growth of K_V and K_W along own (c = d) and other (c ≠ d) targets, K_V's along each target, and "
+                "its ratios: K_V along y vs its trace (≈ P/2, Eq. 16), K_W along y vs its trace (≈ 1), own vs other growth (K_W ≈ 2, Eq. 21; "
                 "K_V ≈ 1)",
                 (series("kv_own_growth", "Δ y_cᵀK_V^{c,c}y_c / |y_c|² (mean over c)",
                         description="y_cᵀK_V^{c,c}y_c/|y_c|² minus its initial value, mean over outputs c (kernel-alignment Sec. 6)"),
@@ -263,6 +263,9 @@ MEASUREMENTS = [
                         description="y_dᵀK_W^{c,c}y_d/|y_d|² minus its initial value, mean over c ≠ d (NaN for one output)"),
                  series("kw_other_growth_theory", "½ · own K_W growth (Eq. 21)", theory_of="kw_other_growth",
                         description="½ × the own-target K_W growth: the other-target growth kernel-alignment Eq. 21 predicts"),
+                 Variable("kv_target_growth", "Δ y_dᵀK_V^{c,c}y_d / |y_d|² at the end (mean over c)", ("target",),
+                          description="y_dᵀK_V^{c,c}y_d/|y_d|² at the end minus its initial value, per target d, mean "
+                                      "over outputs c: alike for every d (kernel-alignment Fig. 7A)"),
                  Variable("kv_growth_ratio", "[ΔŷᵀK_Vŷ / Δ(tr K_V/P)] / (P/2)",
                           description="mean_c [Δ(ŷ_cᵀK_V^{c,c}ŷ_c) / Δ(tr K_V^{c,c}/P)] / (P/2) at the end: ≈ 1 by "
                                       "kernel-alignment Eq. 16 (Eqs. 78–82)"),

@@ -94,7 +94,8 @@ def component_growth(series: dict[str, np.ndarray]) -> dict[str, np.ndarray | fl
     times faster along y than on average; Eq. 16, Eqs. 78–82, :mod:`ntkpipe.theory.relu_components`);
     ``kw_isotropy_ratio``, the same for K_W without the P/2, ≈ 1 (isotropic growth, Eq. 86);
     ``kw_specialization_ratio`` = own / other growth of K_W ≈ 2 (Eq. 21) and
-    ``kv_specialization_ratio`` ≈ 1 (K_V^{c,c} is the same for all c).
+    ``kv_specialization_ratio`` ≈ 1 (K_V^{c,c} is the same for all c); ``kv_target_growth``, the
+    end-of-training growth of K_V along each target d, mean over c (Fig. 7A: alike for every d).
     """
     p = series["subset_outputs"].shape[1]
     out, along_over_trace = {}, {}
@@ -105,6 +106,8 @@ def component_growth(series: dict[str, np.ndarray]) -> dict[str, np.ndarray | fl
         out |= {f"{key}_own_growth": own, f"{key}_other_growth": other,
                 f"{key}_specialization_ratio": float(growth_ratio(own[-1], other[-1]))}
         along_over_trace[key] = float(np.mean(growth_ratio(np.diagonal(projection[-1]), trace[-1])))
-    return out | {"kv_growth_ratio": along_over_trace["kv"] / (p / 2.0),
+    kv_growth = series["kv_projection"][-1] - series["kv_projection"][0]  # (output c, target d)
+    return out | {"kv_target_growth": np.nanmean(kv_growth, axis=0),
+                  "kv_growth_ratio": along_over_trace["kv"] / (p / 2.0),
                   "kw_isotropy_ratio": along_over_trace["kw"],
                   "kw_other_growth_theory": 0.5 * out["kw_own_growth"]}

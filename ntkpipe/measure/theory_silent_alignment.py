@@ -87,7 +87,9 @@ def _mode_strength_theory(run, traj, item) -> dict:
     else:
         c0 = np.linalg.norm(np.asarray(net.weights[-1], np.float64).T @ u, axis=0) ** depth
     return {"mode_strength_theory": final_kernel.mode_strength_trajectories(traj.time, c0, s, depth).T,
-            "mode_target": s}
+            "mode_target": s,
+            "multioutput_alignment_theory": final_kernel.multioutput_final_alignment(
+                run.data.flat_train, run.data.y_train, depth)}
 
 
 MEASUREMENTS = [
@@ -141,12 +143,18 @@ MEASUREMENTS = [
                 assumptions="a deep linear net trained to convergence from small init (activation linear); computed "
                             "for every one-output MLP run, NaN for several outputs; compare only where it applies",
                 gram_points=train_gram),
-    Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories and targets s_k",
+    Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories, targets s_k and the final "
+                "alignment with C outputs (silent-alignment App. H, Fig. H.1)",
                 (series("mode_strength_theory", "mode strength (theory)", "mode", theory_of="mode_strength",
                         description="each target mode k follows ċ = L c^{2−2/L}(s_k − c) (Saxe et al. 2014; "
                                     "silent-alignment App. H, Fig. H.1) from c₀ of the initial weights"),
                  Variable("mode_target", "target singular value s_k", ("mode",),
-                          description="singular values s_k of the target map Σ_yx = Yᵀx/P, the modes' asymptotes")),
+                          description="singular values s_k of the target map Σ_yx = Yᵀx/P, the modes' asymptotes"),
+                 Variable("multioutput_alignment_theory", "final alignment (linear-net theory, C outputs)",
+                          theory_of="alignment",
+                          description="A(K∞, yyᵀ) of the final NTK of a depth-L linear net with C outputs on the training "
+                                      "points: layer ℓ adds [(ββᵀ)^{(L−ℓ)/L}]_{cc'} xᵀ(βᵀβ)^{(ℓ−1)/L}x', β the "
+                                      "least-squares map (silent-alignment App. H, Fig. H.1a dashed)")),
                 _mode_strength_theory, req.deep_linear_modes_theory, depends_on=("mode_strength",),
                 architectures=MLP_ONLY, where_applicable=True,
                 assumptions="deep linear net (activation linear, depth ≥ 2), whitened data (data.gamma 0), no bias, "

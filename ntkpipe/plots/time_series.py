@@ -59,8 +59,21 @@ def _averaged(ds: xr.Dataset, spec) -> str | None:
 
 
 def _reference(var: xr.DataArray, how: str) -> xr.DataArray:
-    """The value a variable is divided by: its first or its last finite value."""
-    return var.isel(time=0) if how == "initial" else final_value(var)
+    """The value a variable is divided by (or, for ``change``, subtracted): its first or its last finite value."""
+    return final_value(var) if how == "final" else var.isel(time=0)
+
+
+def _normalized(var: xr.DataArray, how: str | None, reference: xr.DataArray | None = None) -> xr.DataArray:
+    """``var`` over (``change``: minus) the value ``how`` names of ``reference`` (default ``var`` itself;
+    a theory is normalized by the measured variable's mean value, one number)."""
+    if how is None:
+        return var
+    ref = _reference(var if reference is None else reference, how)
+    ref = ref if reference is None else float(ref.mean(skipna=True))
+    return var - ref if how == "change" else var / ref
+
+
+SUFFIX = {"initial": " / initial", "final": " / final", "change": " − initial"}
 
 
 def _band(ax, line: xr.DataArray, sd: xr.DataArray, color) -> None:
@@ -86,9 +99,7 @@ def _draw(ax, t, values, **style) -> None:
 
 def _theory(ax, theory: xr.DataArray, color, how: str | None, reference: xr.DataArray) -> None:
     if "time" in theory.dims:
-        line = _mean_line(theory)
-        if how is not None:
-            line = line / float(_reference(reference, how).mean(skipna=True))
+        line = _normalized(_mean_line(theory), how, reference)
         _draw(ax, line["time"].values, line.values, color=darker(color), ls="--", lw=1.5, zorder=3, gid=THEORY)
     else:
         level = float(theory.mean(skipna=True))
@@ -133,11 +144,11 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                         color = OVERLAY_COLORS[k % len(OVERLAY_COLORS)]
                     var = without_diverged(sub[name], sub)
                     var = var.sel({spec.hue: h}) if spec.hue else var
-                    shown = var / _reference(var, how) if how else var
+                    shown = _normalized(var, how)
                     line, sd = _mean_line(shown), _spread(shown)
                     if sd is not None:
                         _band(ax, line, sd, color)
-                    label = variable_label(name) + (" / initial" if how == "initial" else " / final" if how else "")
+                    label = variable_label(name) + SUFFIX.get(how, "")
                     if spec.hue:
                         label = hue_label(spec.hue, h) if not spec.overlay else f"{label}, {hue_label(spec.hue, h)}"
                         label = order[k] if ranks is not None else label
@@ -150,11 +161,11 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                 if reference is not None:
                     ref = without_diverged(reference[name], reference)
                     ref = ref.sel({spec.col: c}) if spec.col in ref.dims else ref
-                    line = _mean_line(ref / _reference(ref, how) if how else ref)
+                    line = _mean_line(_normalized(ref, how))
                     shown = ", ".join(hue_label(k, v) for k, v in spec.reference.items())
                     _draw(ax, line["time"].values, line.values, color="black", lw=1.2, alpha=0.8, label=shown)
             ax.set_ylabel(("normalized value" if spec.normalize else "value") if spec.overlay else
-                          variable_label(names[0]) + (f" / {spec.normalize[names[0]]}" if names[0] in spec.normalize else ""))
+                          variable_label(names[0]) + SUFFIX.get(spec.normalize.get(names[0], ""), ""))
             ax.grid(True, alpha=0.3)
             if i == len(rows) - 1:
                 ax.set_xlabel(TIME_LABEL)

@@ -69,6 +69,42 @@ def kernel_alignment_of_matrix(m, x, y) -> float:
     return kernel_alignment(x @ np.asarray(m, dtype=np.float64) @ x.T, np.reshape(y, len(x)))
 
 
+def _matrix_power(m, power: float) -> np.ndarray:
+    """m^power of a symmetric PSD matrix (eigenvalues below round-off set to 0); power 0 is the identity."""
+    if power == 0:
+        return np.eye(len(m))
+    w, v = np.linalg.eigh(np.asarray(m, dtype=np.float64))
+    w = np.where(w > w.max() * len(m) * np.finfo(np.float64).eps, w, 0.0)
+    return (v * w**power) @ v.T
+
+
+def multioutput_final_gram(x, y, depth: int) -> np.ndarray:
+    """The (P·C, P·C) training Gram, in (example, output) order, of the final NTK of a depth-L linear
+    net with C outputs trained to convergence from small init (silent-alignment Sec. 4.2, App. H).
+
+    The net learns the least-squares map β = Σ_a s_a z_a v_aᵀ (C×D; the min-norm one, Σ_yx = Yᵀx/P on
+    whitened data) with balanced layers W_ℓ = Σ_a s_a^{1/L} r_{ℓ+1,a} r_{ℓ,a}ᵀ (r_1 = v, r_{L+1} = z). Since
+    ∂f_c/∂W_ℓ = (W_L⋯W_{ℓ+1})ᵀe_c (W_{ℓ−1}⋯W_1x)ᵀ, layer ℓ adds
+
+        K_ℓ^{cc'}(x, x') = [(ββᵀ)^{(L−ℓ)/L}]_{cc'} · xᵀ(βᵀβ)^{(ℓ−1)/L}x',
+
+    the layer-(ℓ−1) NNGP kernel xᵀ[βᵀβ]^{(ℓ−1)/L}x' of App. H (Eq. 80) times its output-side counterpart
+    (power 0: the identity, I_D for layer 1 and I_C for layer L). For C = 1 this is Eq. 63's
+    s^{2(L−1)/L}xᵀ[(L − 1)ββᵀ + I]x' (``final_ntk_matrix``). ``x`` is (P, D), ``y`` (P, C) or (P,)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).reshape(len(x), -1)
+    beta = min_norm_interpolant(x, y).T  # (C, D)
+    layers = [np.kron(x @ _matrix_power(beta.T @ beta, (layer - 1) / depth) @ x.T,
+                      _matrix_power(beta @ beta.T, (depth - layer) / depth)) for layer in range(1, depth + 1)]
+    return np.sum(layers, axis=0)
+
+
+def multioutput_final_alignment(x, y, depth: int) -> float:
+    """A(K∞, yyᵀ) of ``multioutput_final_gram``: the final alignment of a depth-L linear net with C
+    outputs (silent-alignment Fig. H.1a, dashed); for C = 1 that of Eq. 63 with the least-squares β."""
+    return kernel_alignment(multioutput_final_gram(x, y, depth), np.asarray(y, dtype=np.float64))
+
+
 def min_norm_interpolant(x, y) -> np.ndarray:
     """w = X(XᵀX)⁻¹y (paper's column convention, App. G.1), i.e. xᵀ(xxᵀ)⁻¹y for row-major (P, D)
     inputs with P ≤ D: the least-norm w with xw = y, from a least-squares solve (pinv(x) y).
