@@ -118,9 +118,17 @@ def mutations(draw, spec: dict) -> tuple[dict, tuple[str, ...], str]:
         return spec, path, kind
     # impossible size: more training points per batch than there are, or a class count that cannot be balanced
     spec["train"]["batch_size"] = spec["data"]["n_train"] + draw(st.integers(1, 5))
-    spec.get("sweep", {}).pop("batch_size", None)
-    spec.get("sweep", {}).pop("n_train", None)
+    if _swept(spec.get("sweep", {}), {"batch_size", "n_train"}):  # the base value would be set anew in every run
+        for key in ("sweep", "figures", "summaries", "claims"):  # (and these may name the sweep's axes)
+            spec.pop(key, None)
     return spec, ("train", "batch_size"), kind
+
+
+def _swept(node, keys: set[str]) -> bool:
+    """Whether any of ``keys`` is an axis anywhere in a sweep (also inside union, zip, product or cases)."""
+    if isinstance(node, dict):
+        return any(k in keys or _swept(v, keys) for k, v in node.items())
+    return isinstance(node, list) and any(_swept(v, keys) for v in node)
 
 
 def _get(spec: dict, path: tuple):
