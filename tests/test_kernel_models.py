@@ -125,3 +125,17 @@ def test_kernel_kind_specs_are_checked(tmp_path, change, message):
     with pytest.raises(SpecError) as err:
         load_study(path)
     assert message in str(err.value)
+
+
+def test_kernel_kinds_whose_network_diverged_are_diverged_not_failed(tmp_path):
+    """The network run an akgd or ofe_fit run reads blew up (lr 500 on a ReLU net): the kernel runs have no
+    final norm or alignment to follow; they are stored as diverged (found by the long generated-studies
+    profile: the ofe_fit job failed and took its study with it), and the study aggregates."""
+    text = STUDY.replace("lr: 0.5", "lr: 500.0").replace("measure: [loss, test_loss, kernel_norm, alignment]",
+                                                          "measure: [loss, kernel_norm, alignment]")
+    text = text.replace("  model_kind: [network, linearized, kgd, akgd]", "  model_kind: [network, akgd, ofe_fit]")
+    plan, runs = run_study_jobs(text, tmp_path)
+    assert int(runs[("network",)]["diverged"]) == 1
+    for kind in ("akgd", "ofe_fit"):
+        assert int(runs[(kind,)]["diverged"]) == 1, kind
+        assert np.isnan(runs[(kind,)]["loss"].values[-1]), kind

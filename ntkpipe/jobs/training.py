@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ntkpipe.errors import ResultError
 from ntkpipe.jobs.describe import describe
 from ntkpipe.jobs.lineage import FINAL_SNAPSHOT, lineage_id
 from ntkpipe.jobs.lineage import donor as shorter_run
@@ -41,15 +41,18 @@ def checkpoint_measure(run: RunContext):
 
 
 def _reference(run: RunContext, path) -> dict[str, float]:
-    """The final value of what the run's model kind reads from its trained network's run store."""
+    """The final value of what the run's model kind reads from its trained network's run store; NaN
+    where that network diverged (said on stderr): the run then has nothing to follow and diverges at
+    its first step, like the network, instead of failing its study."""
     kind = run.spec.model.kind
     name = MODEL_KINDS[kind].reference
     if name is None:
         return {}
     store = run.stages["reference"]
     if int(store["diverged"]) or not np.isfinite(store[name].values[-1]):
-        raise ResultError(f"{path}: the network run that model.kind {kind!r} reads diverged, so it has no final "
-                          f"{name}; fix the network's training (e.g. lower train.optimizer.lr) and rerun")
+        print(f"ntkpipe: {path}: the network run that model.kind {kind!r} reads diverged, so it has no final "
+              f"{name}: this run is diverged too (to fit it, lower the network's train.optimizer.lr)", file=sys.stderr)
+        return {name: float("nan")}
     return {name: float(store[name].values[-1])}
 
 

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.models import learning_rate_scale
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.kernel_stats import kernel_alignment
@@ -120,11 +121,24 @@ def ofe_states(start: KernelStart, gamma: float, lr: float):
         if not np.isfinite(gamma):
             nan = float("nan")
             return ([(np.full(n, nan), None, np.full_like(k_train, nan)) for _ in steps], True, False,
-                    {"ofe_gamma": nan, "ofe_conservation_error": nan, "ofe_final_alignment": nan})
+                    dict.fromkeys(MODEL_KINDS["ofe"].finals, nan))
         solution = ofe_solve(k_train, -y, gamma, 1.0 / len(start.y), steps * lr)
         return ([(solution.delta[i] + y, None, solution.kernel[i]) for i in range(len(steps))], True, True,
                 {"ofe_gamma": gamma, "ofe_conservation_error": solution.conservation_error,
                  "ofe_final_alignment": kernel_alignment(solution.conserved, y)})
+
+    return states
+
+
+def unfollowed_states(start: KernelStart, test: bool, finals: dict[str, float]):
+    """``states(steps)`` of a kernel run whose trained network diverged, so that what it follows (the final
+    norm or alignment, NaN) does not exist: its initial outputs and K₀ at step 0, then divergence at the
+    first step, like the network's; ``test``: it predicts the test points."""
+    n = start.y.size
+    f_train, f_test = start.f0[: len(start.y)].reshape(-1), start.f0[len(start.y):].reshape(-1)
+
+    def states(steps: np.ndarray):
+        return [(f_train, f_test if test else None, start.gram[:n, :n])], False, True, finals
 
     return states
 
@@ -143,6 +157,8 @@ def kgd_stepper(run: Run, reference: dict[str, float]) -> ClosedFormStepper:
 def akgd_stepper(run: Run, reference: dict[str, float]) -> ClosedFormStepper:
     """``akgd``: K₀ rescaled to the norm of the trained network's final NTK (``reference['kernel_norm']``)."""
     start = kernel_start(run)
+    if not np.isfinite(reference["kernel_norm"]):  # the network diverged
+        return ClosedFormStepper(unfollowed_states(start, True, {}), start.y)
     n = start.y.size
     scale = float(reference["kernel_norm"] / np.linalg.norm(start.gram[:n, :n]))
     return ClosedFormStepper(kgd_states(start, _kgd_rate(run), scale), start.y)
@@ -156,8 +172,11 @@ def ofe_stepper(run: Run, reference: dict[str, float]) -> ClosedFormStepper:
 
 def ofe_fit_stepper(run: Run, reference: dict[str, float]) -> ClosedFormStepper:
     """``ofe_fit``: the OFE with γ̂ fitted to the trained network's final alignment (``reference['alignment']``;
-    NaN when it is below A(K₀), so no γ̂ ≥ 0 fits)."""
+    NaN when it is below A(K₀), so no γ̂ ≥ 0 fits; diverged when the network did)."""
     start = kernel_start(run)
+    if not np.isfinite(reference["alignment"]):  # the network diverged
+        nan = float("nan")
+        return ClosedFormStepper(unfollowed_states(start, False, dict.fromkeys(MODEL_KINDS["ofe"].finals, nan)), start.y)
     n = start.y.size
     y = start.y.reshape(-1)
     gamma = fit_feature_rate(start.gram[:n, :n], -y, y, reference["alignment"])
