@@ -225,15 +225,14 @@ def cmd_claims(args) -> int:
     """Every claim of the studies with its verdict, failures in red; ``--evaluate``: check the specs'
     claims against the datasets now; ``--markdown FILE``: write the fidelity table into FILE."""
     from ntkpipe.fidelity import claim_rows, write_fidelity_table
-    from ntkpipe.verdicts.render import terminal_lines
+    from ntkpipe.verdicts.render import tally, terminal_lines
 
     rows, missing = claim_rows(args.specs, args.results, args.variant, args.studies or None, args.evaluate)
     for line in terminal_lines(rows, color=sys.stdout.isatty()):
         print(line)
     for note in missing:
         print(f"ntkpipe claims: {note}", file=sys.stderr)
-    held = sum(r["status"] == "pass" for r in rows)
-    print(f"{held} of {len(rows)} claims hold")
+    print(tally(rows))
     if args.markdown:
         print(f"wrote {write_fidelity_table(args.markdown, rows)}")
     return 1 if missing else 0

@@ -12,7 +12,7 @@ from ntkpipe.layout import open_dataset
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
 from ntkpipe.verdicts.evaluate import claims_table, verdicts
-from ntkpipe.verdicts.render import markdown_table
+from ntkpipe.verdicts.render import markdown_table, tally
 from ntkpipe.workflow import spec_files
 
 BEGIN, END = "<!-- claims:begin (ntkpipe claims --markdown README.md) -->", "<!-- claims:end -->"
@@ -31,7 +31,8 @@ def claim_rows(specs: str | Path, results: str | Path, variant: str = "default",
             if not plan.dataset_path.exists():
                 missing.append(f"{plan.tag}: no dataset {plan.dataset_path}")
                 continue
-            frame = claims_table(verdicts(plan.tag, plan.study.spec.claims, open_dataset(plan.dataset_path).load()))
+            frame = claims_table(verdicts(plan.tag, plan.study.spec.claims, open_dataset(plan.dataset_path).load(),
+                                                  variant))
         elif plan.claims_table_path.is_file():
             frame = pd.read_csv(plan.claims_table_path, keep_default_na=False, na_values=[""])
             frame = frame.fillna({c: "" for c in frame.columns if frame[c].dtype == object})
@@ -50,7 +51,6 @@ def write_fidelity_table(path: str | Path, rows: list[dict]) -> Path:
         raise ValueError(f"{path} has no fidelity-table markers; add the lines {BEGIN} and {END} where it goes")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    held = sum(r["status"] == "pass" for r in rows)
-    body = f"{held} of {len(rows)} claims hold.\n\n{markdown_table(rows)}"
+    body = f"{tally(rows)}.\n\n{markdown_table(rows)}"
     path.write_text(f"{head}{BEGIN}\n{body}\n{END}{tail}", encoding="utf-8")
     return path

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 
 from ntkpipe.lang.titles import figure_title
 from ntkpipe.study.plan import StudyPlan
+from ntkpipe.verdicts.render import status_mark
 
 if TYPE_CHECKING:
     from ntkpipe.lang.schema import FigureSpec
@@ -199,7 +200,7 @@ def _figure_claims(plan: StudyPlan, figure: str, verdicts: dict[str, dict]) -> l
     out = ["Claims shown:", ""]
     for c in shown:
         row = verdicts.get(c.name)
-        status = "not checked yet" if row is None else ("✅ pass" if row["status"] == "pass" else "❌ FAIL")
+        status = "not checked yet" if row is None else status_mark(row["status"])
         detail = "" if row is None else f": {row['detail']}"
         quote = " ".join(c.statement.split())
         out.append(f"- {status} `{c.name}` ({c.source}; {c.regime}) — “{quote}”{detail}")
@@ -210,11 +211,10 @@ def _claims_section(claims: Path | None) -> list[str]:
     """``## Claims``: each claim's verdict with its numbers (a Markdown table), from the claims CSV."""
     import pandas as pd
 
-    from ntkpipe.verdicts.render import markdown_table
+    from ntkpipe.verdicts.render import markdown_table, tally
 
     if claims is None or not Path(claims).is_file():
         return []
     rows = pd.read_csv(claims, keep_default_na=False).to_dict("records")
-    held = sum(r["status"] == "pass" for r in rows)
-    return ["## Claims", "", f"[`{Path(claims).name}`]({Path(claims).name}): {held} of {len(rows)} hold.", "",
+    return ["## Claims", "", f"[`{Path(claims).name}`]({Path(claims).name}): {tally(rows)}.", "",
             markdown_table(rows), ""]

@@ -4,6 +4,8 @@ stored, tabulated, indexed and listed; editing a claim reruns only the claims jo
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -17,6 +19,7 @@ from ntkpipe.study.load import load_study, variant_names
 from ntkpipe.study.plan import plan_study
 from ntkpipe.verdicts.evaluate import claims_dataset, outcome, verdicts
 from ntkpipe.verdicts.quantity import read_quantity
+from ntkpipe.verdicts.render import tally
 from ntkpipe.workflow import spec_files
 from tests.conftest import REPO, run_snakemake
 
@@ -153,6 +156,18 @@ def test_verdicts_become_claim_variables():
     assert all(ds[v].attrs["long_name"] and ds[v].attrs["description"] for v in ds.data_vars)
 
 
+def test_a_claim_of_another_variant_is_measured_and_listed_not_judged():
+    paper = ClaimSpec.model_validate({"name": "c", "source": "test", "statement": "s", "regime": "r",
+                                      "quantity": {"variable": "t_half"}, "relation": {"kind": "less", "than": 1},
+                                      "variants": ["paper"]})
+    [here] = verdicts("s", [paper], grid())
+    [there] = verdicts("s", [paper], grid(), variant="paper")
+    assert (here.status, here.measured) == ("paper variant", 8.0) and "judged in the paper variant" in here.detail
+    assert (there.status, there.measured) == ("FAIL", 8.0)
+    assert sorted(claims_dataset([here]).data_vars) == ["claim_c_expected", "claim_c_measured"]
+    assert tally([asdict(here), asdict(there)]) == "0 of 1 claims hold (1 more judged in another variant)"
+
+
 # ------------------------------------------------------------------ validation
 
 
@@ -206,6 +221,38 @@ def problems(tmp_path, text: str) -> str:
     with pytest.raises(SpecError) as err:
         load_study(path)
     return str(err.value)
+
+
+VARIANTS = STUDY + """\
+variants:
+  paper:
+    sweep:
+      sigma: [0.05, 0.1, 0.15, 0.2]
+"""
+PAPER_CLAIM = """\
+  - name: paper_only
+    source: Silent alignment Eq. 5
+    statement: "t½ falls at the smallest σ too"
+    regime: the paper's σ
+    quantity: {variable: t_half, where: {sigma: 0.05}}
+    relation: {kind: greater, than: 0}
+    variants: [paper]
+"""
+
+
+def test_a_claim_is_checked_against_the_variants_it_names(tmp_path):
+    path = tmp_path / "study.yaml"
+    path.write_text(VARIANTS.replace("variants:\n", PAPER_CLAIM + "variants:\n"))
+    assert load_study(path).spec.claims[-1].variants == ["paper"]  # σ = 0.05 exists only in the paper variant
+    assert load_study(path, "paper").spec.claims[-1].name == "paper_only"
+    path.write_text(VARIANTS.replace("variants:\n", PAPER_CLAIM.replace("[paper]", "[papr]") + "variants:\n"))
+    with pytest.raises(SpecError) as err:
+        load_study(path)
+    assert "claims.4.variants.0: variant 'papr' is not a variant of this study (did you mean 'paper'?)" in str(err.value)
+    path.write_text(VARIANTS.replace("variants:\n", PAPER_CLAIM.replace("[paper]", "[default]") + "variants:\n"))
+    with pytest.raises(SpecError) as err:
+        load_study(path)
+    assert "claims.4.quantity.where.sigma: sigma=0.05 is not in the sweep" in str(err.value)
 
 
 def test_the_shipped_form_validates(tmp_path):

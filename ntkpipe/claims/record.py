@@ -86,3 +86,8 @@ class Relation:
 def number(x: float) -> str:
     """``x`` to 3 significant digits."""
     return f"{x:.3g}"
+
+
+def judged_in(claim, variant: str) -> bool:
+    """Whether ``claim`` is judged on the runs of ``variant`` (its ``variants``, or every variant)."""
+    return not claim.variants or variant in claim.variants

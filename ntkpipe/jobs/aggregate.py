@@ -47,7 +47,8 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     merged = _declared(layout(pieces, axes, study.points), {m.name for run in study.runs for m in run.measure})
     merged = study_variables(merged, study)
     if study.spec.claims:  # the claims' verdicts, read as a reader of the dataset reads it (runs indexed)
-        merged = merged.merge(claims_dataset(verdicts(plan.tag, study.spec.claims, index_runs(merged, out))))
+        merged = merged.merge(claims_dataset(verdicts(plan.tag, study.spec.claims, index_runs(merged, out),
+                                                       study.variant)))
     totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}
     merged.attrs.update(provenance(study, run_attrs), seconds=json.dumps(totals))
     return write_store(merged, out, config=plan.aggregate_config(), store_id=plan.tag)

@@ -10,17 +10,18 @@ from pathlib import Path
 from ntkpipe.layout import open_dataset
 from ntkpipe.study.plan import StudyPlan
 from ntkpipe.verdicts.evaluate import claims_table, verdicts
-from ntkpipe.verdicts.render import terminal_lines
+from ntkpipe.verdicts.render import tally, terminal_lines
 
 
 def study_claims(plan: StudyPlan, table: str | Path) -> Path:
     """Check ``plan``'s claims against its dataset; write ``table`` (CSV, one row per claim)."""
-    rows = verdicts(plan.tag, plan.study.spec.claims, open_dataset(plan.dataset_path).load())
+    rows = verdicts(plan.tag, plan.study.spec.claims, open_dataset(plan.dataset_path).load(),
+                    plan.study.variant)
     frame = claims_table(rows)
     frame.to_csv(table, index=False, float_format="%.4g")
     records = frame.to_dict("records")
-    failed = [r for r in records if r["status"] != "pass"]
-    print(f"ntkpipe: {plan.tag}: {len(records) - len(failed)} of {len(records)} claims hold", file=sys.stderr)
+    failed = [r for r in records if r["status"] == "FAIL"]
+    print(f"ntkpipe: {plan.tag}: {tally(records)}", file=sys.stderr)
     for line in terminal_lines(failed, color=sys.stderr.isatty()):
         print(f"ntkpipe: claim {line}", file=sys.stderr)
     return Path(table)

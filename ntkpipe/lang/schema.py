@@ -912,6 +912,10 @@ class ClaimSpec(Strict):
     """how far it may miss, with the reason: {value, relative, reason} (none: exact)"""
     figures: list[str] = Field([], exclude_if=lambda v: not v)
     """the study's figures that show the quantity (names under figures:); index.md lists the claim under each"""
+    variants: list[str] = Field([], exclude_if=lambda v: not v)
+    """the variants whose runs the claim is judged on ('default' or names under variants:; none: every variant),
+    e.g. [paper] for a claim that needs the paper's sizes; in another variant its quantity is still measured
+    and listed (status '<variant> variant', no claim_<name>_pass), beside the trend the default shows"""
 
 
 class StudySpec(Strict):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ntkpipe.claims.record import QuantitySpec
+from ntkpipe.claims.record import QuantitySpec, judged_in
 from ntkpipe.claims.relations import RELATIONS
 from ntkpipe.lang.axes import suggest
 from ntkpipe.lang.schema import StudySpec
@@ -118,9 +118,18 @@ def figure_problems(claim, figures: list[str], where: tuple) -> list[Problem]:
     return out
 
 
-def claim_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem]:
-    """Names are unique; each claim names figures of the study; its quantity and relation pass
-    :class:`ClaimCheck`."""
+def variant_problems(claim, variants: list[str], where: tuple) -> list[Problem]:
+    """Each of the claim's ``variants`` is a variant of the study ('default' or a name under variants:)."""
+    return [(where + ("variants", j), f"variant {name!r} is not a variant of this study{suggest(name, variants)}; "
+                                     f"choose among {', '.join(variants)}")
+            for j, name in enumerate(claim.variants) if name not in variants]
+
+
+def claim_problems(spec: StudySpec, points: list[dict] | None, variant: str = "default",
+                   variants: list[str] | None = None) -> list[Problem]:
+    """Names are unique; each claim names figures and variants of the study; the quantity and relation of a
+    claim judged in ``variant`` pass :class:`ClaimCheck` (a claim of another variant is checked when that
+    variant is loaded: its selection may name sweep values only that variant has)."""
     variables = dataset_variables(spec)
     names = [c.name for c in spec.claims]
     figures = [f.name for f in spec.figures]
@@ -130,6 +139,9 @@ def claim_problems(spec: StudySpec, points: list[dict] | None) -> list[Problem]:
         if names.count(claim.name) > 1:
             out.append((where + ("name",), f"claim name {claim.name!r} is used twice"))
         out += figure_problems(claim, figures, where)
+        out += variant_problems(claim, variants or ["default"], where)
+        if not judged_in(claim, variant):
+            continue
         check = ClaimCheck(claim, variables, points, where)
         relation = RELATIONS[claim.relation.kind]
         found = check.quantity(claim.quantity, ("quantity",), relation.along(claim.relation))

@@ -115,7 +115,8 @@ def load_study(path: str | Path, variant: str = DEFAULT_VARIANT, max_runs: int |
             problems.append(f"{where(('sweep',))}: {err}")
             valid_points = None
     problems += [f"{where(key_path)}: {msg}" for key_path, msg in checks.study_problems(spec, runs, valid_points, scalings, data_files)]
-    problems += [f"{where(key_path)}: {msg}" for key_path, msg in claim_problems(spec, valid_points)]
+    problems += [f"{where(key_path)}: {msg}" for key_path, msg in claim_problems(
+        spec, valid_points, variant, [DEFAULT_VARIANT] + list(declared if isinstance(declared, dict) else {}))]
     if memory_limit is not None and not problems and valid_points is not None:
         problems += [f"{where(key_path)}: {msg}"
                      for key_path, msg in checks.memory_problems(runs, valid_points, memory_limit)]

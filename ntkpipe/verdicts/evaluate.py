@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ntkpipe.claims.record import Outcome
+from ntkpipe.claims.record import Outcome, judged_in
 from ntkpipe.claims.relations import RELATIONS
 from ntkpipe.verdicts.quantity import read_quantity
 
@@ -62,16 +62,22 @@ def outcome(claim, ds: xr.Dataset) -> Outcome:
         return Outcome(np.nan, np.nan, False, f"not evaluated: {err}")
 
 
-def verdicts(study_tag: str, claims: list, ds: xr.Dataset) -> list[Verdict]:
-    """Every claim of a study checked against its dataset ``ds``."""
+def verdicts(study_tag: str, claims: list, ds: xr.Dataset, variant: str = "default") -> list[Verdict]:
+    """Every claim of a study checked against its dataset ``ds`` (the runs of ``variant``). A claim judged
+    only in other variants is measured here too and listed with the status ``<variant> variant``."""
     out = []
     for c in claims:
         o = outcome(c, ds)
+        status = "pass" if o.passed else "FAIL"
+        if not judged_in(c, variant):
+            status = f"{' / '.join(c.variants)} variant"
+            o = Outcome(o.measured, o.expected, False, f"judged in the {' / '.join(c.variants)} variant; at this "
+                                                        f"size: {o.detail}")
         tol = "" if c.tolerance is None else (f"{c.tolerance.value:g}{' relative' if c.tolerance.relative else ''}: "
                                              f"{c.tolerance.reason}")
         out.append(Verdict(study_tag, c.name, c.source, " ".join(c.statement.split()), c.regime,
                            quantity_text(c.quantity), RELATIONS[c.relation.kind].text(c.relation), o.measured,
-                           o.expected, "pass" if o.passed else "FAIL", o.detail, tol,
+                           o.expected, status, o.detail, tol,
                            ", ".join(c.figures)))
     return out
 
@@ -81,7 +87,8 @@ def claims_table(rows: list[Verdict]) -> pd.DataFrame:
 
 
 def claims_dataset(rows: list[Verdict]) -> xr.Dataset:
-    """``claim_<name>_measured``, ``_expected`` (float) and ``_pass`` (bool), each described (CF attrs)."""
+    """``claim_<name>_measured``, ``_expected`` (float) and ``_pass`` (bool), each described (CF attrs); a claim
+    of another variant has no ``_pass``."""
     out = {}
     for r in rows:
         about = f"{r.source}: \"{r.statement}\" ({r.regime})"
@@ -90,6 +97,8 @@ def claims_dataset(rows: list[Verdict]) -> xr.Dataset:
             "detail": r.detail})
         out[f"claim_{r.claim}_expected"] = xr.DataArray(r.expected, attrs={
             "long_name": f"claim {r.claim}: expected", "description": f"what {r.quantity} is compared with: {r.relation}"})
+        if r.status not in ("pass", "FAIL"):  # judged in another variant
+            continue
         out[f"claim_{r.claim}_pass"] = xr.DataArray(r.status == "pass", attrs={
             "long_name": f"claim {r.claim}: holds", "description": f"whether {r.quantity} {r.relation}"
                                                                    + (f" within {r.tolerance}" if r.tolerance else "")})
