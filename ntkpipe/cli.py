@@ -257,8 +257,17 @@ def cmd_schema(args) -> int:
 
 
 def cmd_reference(args) -> int:
-    from ntkpipe.study.reference import REFERENCE_PATH, markdown
+    from ntkpipe.study.reference import REFERENCE_PATH, REPO, first_uses, markdown
 
+    if args.examples:
+        from ntkpipe.study.reference_examples import write_examples
+
+        try:
+            for written in write_examples(Path(args.examples), REPO, first_uses()):
+                print(f"wrote {written}")
+        except FileNotFoundError as err:
+            print(f"ntkpipe reference: {err}", file=sys.stderr)
+            return 1
     path = Path(args.out or REFERENCE_PATH)
     path.write_text(markdown(), encoding="utf-8")
     print(f"wrote {path}")
@@ -354,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_schema)
     p = sub.add_parser("reference", help="write the key-by-key language reference (docs/language.md)")
     p.add_argument("--out", help="write it here instead of docs/language.md")
+    p.add_argument("--examples", metavar="RESULTS",
+                   help="first refresh the example figure of each figure kind and the example table of each summary "
+                        "kind (docs/examples/) from RESULTS, the results directory of the main job")
     p.set_defaults(func=cmd_reference)
     p = sub.add_parser("explain", help="what a study key means: type, default, allowed values, units, paper, "
                                        "example (e.g. train.optimizer.lr, measure.energy_concentration, "

@@ -7,6 +7,8 @@ from __future__ import annotations
 import typing
 
 import pytest
+import xarray as xr
+from PIL import Image
 
 from ntkpipe.cli import main
 from ntkpipe.data.sources import SOURCES
@@ -24,7 +26,14 @@ from ntkpipe.lang.schema import (
     TrainSpec,
 )
 from ntkpipe.measure.registry import REGISTRY
-from ntkpipe.study.reference import REFERENCE_PATH, SECTIONS, entries, explain, markdown, resolve
+from ntkpipe.study.reference import REFERENCE_PATH, SECTIONS, entries, explain, first_uses, markdown, resolve
+from ntkpipe.study.reference_examples import (
+    EXAMPLE_WIDTH,
+    figure_example,
+    summary_example,
+    summary_table,
+    table_markdown,
+)
 from ntkpipe.summaries import SUMMARY_KINDS
 from tests.conftest import REPO
 
@@ -139,3 +148,33 @@ def test_an_unknown_key_is_a_clear_error(capsys):
     captured = capsys.readouterr()
     assert captured.out == "" and "Traceback" not in captured.err
     assert "unknown key 'train.optimizer.lrr'; did you mean train.optimizer.lr" in captured.err
+
+
+def test_every_figure_and_summary_kind_shows_an_example_from_a_shipped_study():
+    text = (REPO / REFERENCE_PATH).read_text(encoding="utf-8")
+    uses = first_uses()
+    assert sorted(uses["figures"]) == sorted(FIGURE_KINDS) and sorted(uses["summaries"]) == sorted(SUMMARY_KINDS)
+    for kind, (_, where) in uses["figures"].items():
+        path = REPO / figure_example(kind)
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: regenerate: ntkpipe reference --examples RESULTS"
+        with Image.open(path) as image:
+            assert image.width == EXAMPLE_WIDTH and where in image.text["Comment"]
+        assert f"](examples/figures/{kind}.png)" in text
+    for kind, (item, where) in uses["summaries"].items():
+        table = (REPO / summary_example(kind)).read_text(encoding="utf-8")
+        assert table.startswith(f"From `{where}`, summary `{item['name']}`") and table.rstrip() in text
+
+
+def test_an_example_table_has_a_row_per_group_or_run():
+    runs = xr.Dataset({"fit": ("run", [1.0, 1.0, 2.0]), "fit_stderr": ("run", [0.1, 0.1, 0.2]),
+                       "other": ("run", [5.0, 6.0, 7.0])},
+                      coords={"depth": ("run", [2, 2, 3]), "sigma": ("run", [0.1, 0.2, 0.1])})
+    runs = runs.set_index(run=["depth", "sigma"])
+    grouped = summary_table(runs, "fit", ["depth"])
+    assert grouped.to_dict("list") == {"depth": [2, 3], "fit": [1.0, 2.0], "fit_stderr": [0.1, 0.2]}
+    per_run = summary_table(runs.rename({"fit": "table"}).drop_vars("fit_stderr"), "table", [])
+    assert per_run.to_dict("list") == {"depth": [2, 2, 3], "sigma": [0.1, 0.2, 0.1], "table": [1.0, 1.0, 2.0]}
+    whole = summary_table(xr.Dataset({"slope": 3.0, "slope_stderr": 0.5}), "slope", [])
+    assert whole.to_dict("list") == {"slope": [3.0], "slope_stderr": [0.5]}
+    text = table_markdown(grouped, "`specs/x.yaml`", "note")
+    assert text.splitlines()[0] == "From `specs/x.yaml` (2 rows; note):" and "| 3 | 2 | 0.2 |" in text

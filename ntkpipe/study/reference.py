@@ -32,11 +32,13 @@ from ntkpipe.lang.yaml_lines import load_with_lines
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.stages import STAGES
 from ntkpipe.study.json_schema import REF, YAML11_BOOLEANS, option_schema, plain, study_schema, summary_description
+from ntkpipe.study.reference_examples import figure_example, summary_example
 from ntkpipe.summaries import SUMMARY_KINDS
 
 REFERENCE_PATH = "docs/language.md"
 """The generated reference, relative to the repository root (``ntkpipe reference`` writes it)."""
-SPECS = Path(__file__).resolve().parents[2] / "specs"
+REPO = Path(__file__).resolve().parents[2]
+SPECS = REPO / "specs"
 PAPERS = {"silent-alignment": "docs/papers.md §3", "silent alignment": "docs/papers.md §3",
           "kernel-alignment": "docs/papers.md §4", "kernel alignment": "docs/papers.md §4",
           "linearized-networks": "docs/papers.md §5", "linearized networks": "docs/papers.md §5",
@@ -61,6 +63,10 @@ class Entry:
     units: str = ""
     example: str = ""
     details: tuple[str, ...] = ()
+    figure: str = ""
+    """an example figure (a kind of figures:), relative to the repository"""
+    table: str = ""
+    """an example table (a kind of summaries:), Markdown"""
 
     @property
     def sources(self) -> str:
@@ -81,6 +87,10 @@ class Entry:
         out += [line for detail in self.details for line in _wrap(detail, "  ", "      ")]
         if self.example:
             out += ["  example:", *(f"    {line}" for line in self.example.splitlines())]
+        if self.figure:
+            out.append(f"  example figure: {self.figure}")
+        if self.table:
+            out += ["  example table:", *(f"    {line}" for line in self.table.splitlines() if line)]
         return out
 
 
@@ -420,8 +430,12 @@ def _list_kind_entries(section: str, field: str, kinds: dict[str, tuple[dict, st
                                                    if section == "figures" else "") for item, where in uses[:4]]
         example = (_snippet((section,), [uses[0][0]], uses[0][1]) if uses
                    else _snippet((section,), [{"name": kind, field: kind}], "not used by a shipped study"))
+        figure, table = REPO / figure_example(kind), REPO / summary_example(kind)
         out.append(Entry(f"{section}.{kind}", what, meaning, example=example,
-                         details=tuple(f"used in {s}" for s in shown)))
+                         details=tuple(f"used in {s}" for s in shown),
+                         figure=str(figure_example(kind)) if section == "figures" and figure.is_file() else "",
+                         table=table.read_text(encoding="utf-8") if section == "summaries" and table.is_file()
+                         else ""))
         if section in ("figures", "summaries"):
             for e in _field_entries(f"{section}.{kind}", model, defs, "key", kind):
                 name = e.key.rsplit(".", 1)[1]
@@ -431,6 +445,16 @@ def _list_kind_entries(section: str, field: str, kinds: dict[str, tuple[dict, st
                 out.append(Entry(e.key, e.what, e.meaning, e.type, e.default, e.allowed, e.units,
                                  _snippet((section,), [{"name": "example", field: kind, name: value}], "")))
     return out
+
+
+def first_uses() -> dict[str, dict[str, tuple[dict, str]]]:
+    """Each figure and summary kind's first use by a shipped study's default variant: the item and its spec
+    (where :mod:`~ntkpipe.study.reference_examples` takes the kind's example from)."""
+    kinds = {"figures": list(FIGURE_KINDS), "summaries": list(SUMMARY_KINDS)}
+    return {section: {kind: uses[0] for kind in names
+                      if (uses := [(item, where) for item, where in _items(section, "kind", kind)
+                                   if ", variant " not in where])}
+            for section, names in kinds.items()}
 
 
 def _tag(where: str) -> str:
@@ -666,6 +690,10 @@ def _markdown_entry(entry: Entry) -> list[str]:
     out += [f"- {_md(line)}" for line in entry.details]
     if entry.example:
         out += ["", "```yaml", entry.example, "```"]
+    if entry.figure:  # docs/language.md links relative to docs/
+        out += ["", f"![an example of {entry.key}]({Path(entry.figure).relative_to('docs')})"]
+    if entry.table:
+        out += ["", entry.table.rstrip()]
     return out + [""]
 
 
