@@ -114,6 +114,8 @@ def test_monotone_in_either_layout_strict_or_within_a_tolerance():
     equal = runs((5.0, 3.0, 9.0, 9.0, 1.0))
     assert outcome(claim(fall, at_3), equal).passed
     assert not outcome(claim({**fall, "strict": True}, at_3), equal).passed
+    logspaced = grid().assign_coords(sigma=[0.0316978638492, 0.1])
+    assert "at sigma = 0.0317, 0.1" in outcome(claim(fall, {"variable": "t_half"}), logspaced).detail
 
 
 @pytest.mark.computes("relation:spearman")

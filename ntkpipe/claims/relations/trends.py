@@ -22,8 +22,14 @@ def along_values(values, axis: str) -> tuple[list, np.ndarray]:
     return values[axis].values.tolist(), np.asarray(values.values, dtype=float)
 
 
+def axis_value(x) -> str:
+    """An axis value as written in a spec: a float to 4 significant digits (a log-spaced σ reads 0.0317, not
+    0.0316978638492), anything else as it is."""
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
 def _listed(xs: list, ys: np.ndarray, axis: str) -> str:
-    return f"{', '.join(number(y) for y in ys)} at {axis} = {', '.join(str(x) for x in xs)}"
+    return f"{', '.join(number(y) for y in ys)} at {axis} = {', '.join(axis_value(x) for x in xs)}"
 
 
 def _steps(o, xs: list, ys: np.ndarray, slack) -> Outcome:
