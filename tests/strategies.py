@@ -642,9 +642,9 @@ CLAIM_BUILDERS = {"approx": _claim_approx, "less": _claim_bound("less"), "greate
 """Relation kind → a builder of (quantity, relation) from the study's variables, or None if it has none to claim."""
 
 
-def _claims(draw, measure: list, study: Study, figures: list[str]) -> list[dict]:
+def _claims(draw, measure: list, study: Study, figures: list[str], variants: list[str]) -> list[dict]:
     """A claim of each relation kind that the study's variables allow, half the time, naming some of the
-    study's ``figures`` (claims[].figures)."""
+    study's ``figures`` (claims[].figures) and, when it has ``variants``, sometimes the variants it is judged in."""
     variables = _variables(measure)
     out = []
     for kind in sorted(CLAIM_BUILDERS):
@@ -658,6 +658,8 @@ def _claims(draw, measure: list, study: Study, figures: list[str]) -> list[dict]
                                   "reason": "generated"}
         if figures and draw(st.booleans()):
             claim["figures"] = draw(st.lists(st.sampled_from(figures), min_size=1, max_size=2, unique=True))
+        if variants and draw(st.booleans()):  # the default variant, which the tests run (a selection of the
+            claim["variants"] = ["default"]   # default's sweep values may not exist in another variant)
         out.append(claim)
     return out
 
@@ -744,7 +746,7 @@ def valid_studies(draw, directory: Path, data_dirs: dict[str, str] | None = None
     for _ in range(TRIES):
         figures = _figures(draw, spec["measure"], axes, numeric)
         extra = {"summaries": _summaries(draw, spec["measure"], axes, numeric, has_scaling), "figures": figures,
-                 "claims": _claims(draw, spec["measure"], swept, [f["name"] for f in figures])}
+                 "claims": _claims(draw, spec["measure"], swept, [f["name"] for f in figures], list(variants))}
         extra = {k: v for k, v in extra.items() if v}
         study = _runs({**spec, **extra}, directory, name)
         if study is not None and semantically_sound(study):
