@@ -2,7 +2,7 @@
 stages; and the constants of the cost model behind ``ntkpipe plan --cost`` (``ntkpipe.study.cost``).
 
     python benchmarks/scale.py gram                     # Gram and eigh time and peak memory, P = 250 ... 4000
-    python benchmarks/scale.py sweep                    # a tiny study of 10 and 100 runs through snakemake
+    python benchmarks/scale.py sweep                    # a tiny study of 10, 100 and 1000 runs through snakemake
     python benchmarks/scale.py calibrate RESULTS        # fit the constants to RESULTS/logs (a finished main job)
     python benchmarks/scale.py calibrate RESULTS --write   # and store them in ntkpipe/study/cost_constants.json
 
@@ -11,7 +11,8 @@ stages; and the constants of the cost model behind ``ntkpipe plan --cost`` (``nt
 (peak RSS above the process's RSS before the call; time: best of 3 after a compiling call); the exponent
 is the slope of log time (memory) on log P over the largest four P.
 ``sweep``: ``snakemake --cores 2`` on a tiny study (a 2-layer width-20 linear network on 50 points, 50 GD
-steps, 6 checkpoints) with 10 and 100 seeds into fresh results directories; wall time, the jobs' logged seconds, and the exponent.
+steps, 6 checkpoints) with 10, 100 and 1000 seeds into fresh results directories; wall time, the jobs' logged
+seconds and the peak memory of the snakemake process (its jobs run in it), and their exponents.
 ``calibrate``: each job's logged ``done in S s`` against its features, fitted by non-negative least squares.
 """
 
@@ -98,7 +99,7 @@ train:
   checkpoints: {{spacing: linear, count: 5}}
 measure: [loss, kernel_norm]
 sweep:
-  seed: {{range: [0, {seeds}]}}
+  seed: {{range: [0, {seeds}, 1]}}
 """
 
 
@@ -107,23 +108,33 @@ def job_seconds(results: Path) -> list[float]:
     return [float(s) for log in (results / "logs").rglob("*.log") for s in DONE.findall(log.read_text())]
 
 
+PEAK_CHILD = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+"""
+"""Runs a command and prints its peak RSS in MB (the in-process executor runs every job in the snakemake process)."""
+
+
 def sweep_curve(sizes: list[int]) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    walls, summed = [], []
-    print(f"runs   wall s   Σ job s   Σ job s per run   (load average {os.getloadavg()[0]:.1f})")
+    walls, summed, peaks = [], [], []
+    print(f"runs   wall s   Σ job s   Σ job s per run   peak MB   (load average {os.getloadavg()[0]:.1f})")
     for runs in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             specs = Path(tmp) / "specs"
             specs.mkdir()
             (specs / "tiny_sweep.yaml").write_text(TINY.format(seeds=runs))
             tic = time.perf_counter()
-            subprocess.run(["snakemake", "--cores", "2", "--quiet", "all", "--config", f"specs={specs}",
-                            f"results={Path(tmp) / 'results'}"], cwd=REPO, env=env, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            done = subprocess.run([sys.executable, "-c", PEAK_CHILD, "snakemake", "--cores", "2", "--quiet", "all",
+                                   "--config", f"specs={specs}", f"results={Path(tmp) / 'results'}"],
+                                  cwd=REPO, env=env, check=True, capture_output=True, text=True)
             walls.append(time.perf_counter() - tic)
             summed.append(sum(job_seconds(Path(tmp) / "results")))
-        print(f"{runs:<6} {walls[-1]:7.1f} {summed[-1]:9.1f} {summed[-1] / runs:17.2f}")
-    print(f"wall ∝ runs^{exponent(sizes, walls):.2f}, Σ job s ∝ runs^{exponent(sizes, summed):.2f}")
+            peaks.append(float(done.stdout.split()[-1]))
+        print(f"{runs:<6} {walls[-1]:7.1f} {summed[-1]:9.1f} {summed[-1] / runs:17.2f} {peaks[-1]:9.0f}")
+    print(f"wall ∝ runs^{exponent(sizes, walls):.2f}, Σ job s ∝ runs^{exponent(sizes, summed):.2f}, "
+          f"peak memory ∝ runs^{exponent(sizes, peaks):.2f}")
 
 
 def calibrate(results: Path, specs: Path, write: bool) -> None:
@@ -170,7 +181,7 @@ def main() -> None:
     g = sub.add_parser("gram")
     g.add_argument("--points", type=int, nargs="+", default=[250, 500, 1000, 2000, 4000])
     s = sub.add_parser("sweep")
-    s.add_argument("--runs", type=int, nargs="+", default=[10, 100])
+    s.add_argument("--runs", type=int, nargs="+", default=[10, 100, 1000])
     c = sub.add_parser("calibrate")
     c.add_argument("results", type=Path)
     c.add_argument("--specs", type=Path, default=REPO / "specs")

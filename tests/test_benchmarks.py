@@ -21,6 +21,7 @@ from cnn_ntk import cifar_sized_images  # noqa: E402 (benchmarks/ is not a packa
 from gram_vs_gemm import layer_gemm_flops  # noqa: E402 (benchmarks/ is not a package)
 from main_job import job_phases, table  # noqa: E402 (benchmarks/ is not a package)
 from nt_reference import relative_error, sample_rows  # noqa: E402 (benchmarks/ is not a package)
+from scale import TINY  # noqa: E402 (benchmarks/ is not a package)
 from suite_time import compile_seconds, job_seconds  # noqa: E402 (benchmarks/ is not a package)
 from train_throughput import step_flops  # noqa: E402 (benchmarks/ is not a package)
 
@@ -130,3 +131,10 @@ def test_main_job_splits_a_training_job_into_its_phases(tmp_path):
                                                     for k, v in job_phases(run, results, None)[2].items()}}}
     assert table("study", rows)[-1] == "| **total** | 2 | 12.5 | 5.0 (0.5, 0.5, 4.0) | 3 | 4.0 | 3.0 | 2.0 | 3.5 |"
 
+
+def test_the_scale_benchmarks_study_is_valid_and_has_as_many_runs_as_asked(tmp_path):
+    from ntkpipe.study.load import load_study
+
+    path = tmp_path / "tiny_sweep.yaml"
+    path.write_text(TINY.format(seeds=12))
+    assert len(load_study(path).runs) == 12
