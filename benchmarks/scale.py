@@ -133,8 +133,10 @@ def sweep_curve(sizes: list[int]) -> None:
             summed.append(sum(job_seconds(Path(tmp) / "results")))
             peaks.append(float(done.stdout.split()[-1]))
         print(f"{runs:<6} {walls[-1]:7.1f} {summed[-1]:9.1f} {summed[-1] / runs:17.2f} {peaks[-1]:9.0f}")
-    print(f"wall ∝ runs^{exponent(sizes, walls):.2f}, Σ job s ∝ runs^{exponent(sizes, summed):.2f}, "
-          f"peak memory ∝ runs^{exponent(sizes, peaks):.2f}")
+    for label, keep in (("all sizes", slice(None)), (f"{sizes[-2]} … {sizes[-1]} runs", slice(-2, None))):
+        if len(sizes[keep]) > 1:  # the per-run costs show at the largest sizes, the fixed ones at the smallest
+            print(f"{label}: wall ∝ runs^{exponent(sizes[keep], walls[keep]):.2f}, Σ job s ∝ runs^"
+                  f"{exponent(sizes[keep], summed[keep]):.2f}, peak memory ∝ runs^{exponent(sizes[keep], peaks[keep]):.2f}")
 
 
 def calibrate(results: Path, specs: Path, write: bool) -> None:
