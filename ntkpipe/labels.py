@@ -16,7 +16,7 @@ AXIS_LABELS = {
     "nad_index": "NAD index j", "eigenfunction": "init eigenfunction index i",
     "pretrain_epochs": "pretraining epochs k", "checkpoint": "checkpoint", "architecture": "architecture",
     "lr_ratio": "learning-rate ratio η_u / η_W",
-    "stein_vector": "Stein test vector u",
+    "stein_vector": "Stein test vector u", "train_point": "training point μ", "train_point_nu": "training point ν",
 }
 AXIS_SYMBOLS = {"eigenfunction": "i", "sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
                 "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k", "nad_index": "j",
