@@ -25,7 +25,7 @@ import xarray as xr
 from matplotlib.colors import Normalize
 from matplotlib.ticker import MaxNLocator
 
-from ntkpipe.labels import axis_label, variable_label
+from ntkpipe.labels import axis_label, coordinate_names, variable_label
 from ntkpipe.layout import axis_values, final_value, select, sub_grid
 from ntkpipe.plots.finish import explain_empty, finish_figure
 from ntkpipe.plots.style import diverged_label, hue_label, is_numeric, new_figure, number, without_diverged
@@ -50,9 +50,10 @@ def text_color(rgba) -> str:
     return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "white"
 
 
-def _tick_labels(values) -> list[str]:
-    """Coordinates as tick labels: integers as integers (output 0, 1, …), labels as they are."""
-    return [number(v) if is_numeric([v]) else str(v) for v in values]
+def _tick_labels(ds: xr.Dataset, dim: str, values) -> list[str]:
+    """Coordinates as tick labels: by the names their coordinate gives them (the classes outputs and
+    targets stand for: digit 0 … digit 9), else integers as integers (output 1, 2, …), labels as they are."""
+    return coordinate_names(ds, dim, list(values)) or [number(v) if is_numeric([v]) else str(v) for v in values]
 
 
 def _crop(panels: list[xr.DataArray]) -> list[xr.DataArray]:
@@ -66,7 +67,7 @@ def _crop(panels: list[xr.DataArray]) -> list[xr.DataArray]:
     return [p.isel(keep) for p in panels]
 
 
-def _ticks(ax, matrix: xr.DataArray, n_rows: int, n_cols: int) -> None:
+def _ticks(ax, ds: xr.Dataset, matrix: xr.DataArray, n_rows: int, n_cols: int) -> None:
     """Every coordinate as a tick of a small matrix; a large one gets ticks at a few round values of
     its coordinates (training points μ = 10, 20, …)."""
     rows, columns = cast("tuple[str, str]", matrix.dims)  # ntkpipe names its dimensions by str
@@ -78,7 +79,7 @@ def _ticks(ax, matrix: xr.DataArray, n_rows: int, n_cols: int) -> None:
             positions = [int(np.flatnonzero(values == v)[0]) for v in nice if v in values]
         elif n > ANNOTATED:
             positions = positions[:: -(-n // 5)]
-        axis.set_ticks(positions, _tick_labels(values[positions]), fontsize=8)
+        axis.set_ticks(positions, _tick_labels(ds, dim, values[positions]), fontsize=8)
 
 
 def plot_matrix(ds: xr.Dataset, spec, title: str):
@@ -107,7 +108,7 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
                 if np.isfinite(values[r, k]):
                     ax.text(k, r, f"{values[r, k]:.2f}", ha="center", va="center", fontsize=fontsize,
                             color=text_color(cmap(norm(values[r, k]))))
-            _ticks(ax, matrix, n_rows, n_cols)
+            _ticks(ax, sub, matrix, n_rows, n_cols)
             if i == len(rows_drawn) - 1:
                 ax.set_xlabel(axis_label(columns, ds))
             ax.set_ylabel(axis_label(rows, ds))
