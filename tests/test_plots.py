@@ -3,6 +3,7 @@ figure checks (``plots.checks``) find each defect they name and none in any figu
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -18,6 +19,7 @@ from ntkpipe.errors import SpecError
 from ntkpipe.jobs.aggregate import aggregate_study
 from ntkpipe.jobs.plot import draw_figure, plot_figure
 from ntkpipe.lang.schema import FigureSpec, MatrixFigure, StudySpec
+from ntkpipe.labels import coordinate_names
 from ntkpipe.lang.titles import figure_title
 from ntkpipe.measure.registry import VARIABLES
 from ntkpipe.plots import PLOTTERS
@@ -25,6 +27,7 @@ from ntkpipe.plots.checks import EMPTY_PANEL, draw, drawn_tick_labels, figure_de
 from ntkpipe.plots.finish import finish_figure, integer_ticks, separate_coincident_lines, thin_tick_labels, wrap_to
 from ntkpipe.plots.mathtext import as_math
 from ntkpipe.plots.style import hue_label, new_figure, save
+from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study
 from tests.conftest import run_study_jobs
 
@@ -554,6 +557,48 @@ def test_a_study_whose_every_run_diverged_draws_its_figures(tmp_path):
     assert sorted(empty_texts(fig)) == sorted(
         ["no finite positive values to draw on a log axis (2 of 2 runs diverged: σ=0.5; σ=1)"] * 2
         + ["no finite positive values to draw on a log axis (1 of 1 runs diverged: σ=0.5)"] * 2)
+
+
+CLASSES = """\
+data: {source: digits, classes: [3, 5, 8], n_train: 12, n_test: 3}
+model: {depth: 2, width: 8, activation: relu}
+train: {optimizer: {name: gd, lr: 0.2}, steps: 10, checkpoints: {per_decade: 2}}
+measure: [loss, kernel_specialization, {name: kernel_components, every: 1}]
+sweep:
+  cases:
+    task:
+      digits: {}
+      mixture: {data: {source: gaussian_mixture, dim: 6, clusters: 3, noise: 0.3, classes: null}}
+figures:
+  - {name: ksm, kind: matrix, variable: ksm, col: task}
+  - {name: digits_kv, kind: time_series, variables: [kv_projection], hue: target, where: {task: digits, output: 2}}
+  - {name: mixture_kv, kind: time_series, variables: [kv_projection], hue: target, where: {task: mixture, output: 2}}
+"""
+
+
+def test_outputs_and_targets_of_classes_are_named_by_their_class(tmp_path):
+    """Digits 3, 5, 8 (one-hot: output and target c stand for the c-th kept class) are shown as
+    digit 3, digit 5, digit 8 -- in the legend of one output's targets (where: {output: 2} leaves
+    the other outputs out of the dataset) and on the matrix's ticks --, the Gaussian mixture's
+    clusters as numbers (target = 1, …), and a panel mixing both as numbers."""
+    plan, _ = run_study_jobs(CLASSES, tmp_path)
+    ds = read_store(aggregate_study(plan, plan.dataset_path))
+    ids = dict(zip(ds["task"].values.tolist(), ds["run_id"].values.tolist()))
+    assert json.loads(ds.attrs["output_classes"]) == {ids["digits"]: ["digit 3", "digit 5", "digit 8"]}
+    for name, expected in (("digits_kv", ["digit 3", "digit 5", "digit 8"]),
+                           ("mixture_kv", ["target = 1", "target = 2", "target = 3"])):
+        fig = draw_figure(plan, name)
+        (legend,) = legends(fig)
+        assert [t.get_text() for t in legend.get_texts()][:3] == expected
+        assert figure_defects(fig) == []
+    fig = draw_figure(plan, "ksm")
+    digits, mixture = fig.axes[:2]
+    assert [t.get_text() for t in digits.get_xticklabels()] == ["digit 3", "digit 5", "digit 8"]
+    assert [t.get_text() for t in digits.get_yticklabels()] == ["digit 3", "digit 5", "digit 8"]
+    assert [t.get_text() for t in mixture.get_xticklabels()] == ["1", "2", "3"]
+    assert figure_defects(fig) == []
+    assert coordinate_names(ds, "target", [1, 2, 3]) is None  # both tasks' runs: no common names
+    assert coordinate_names(ds.sel(task="digits"), "output", [3]) == ["digit 8"]
 
 
 # --- one legend for facets; numbers on log axes and in labels -------------------------------------
