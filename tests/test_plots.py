@@ -18,8 +18,8 @@ from pydantic import TypeAdapter
 from ntkpipe.errors import SpecError
 from ntkpipe.jobs.aggregate import aggregate_study
 from ntkpipe.jobs.plot import draw_figure, plot_figure
-from ntkpipe.lang.schema import FigureSpec, MatrixFigure, StudySpec
 from ntkpipe.labels import coordinate_names
+from ntkpipe.lang.schema import FigureSpec, MatrixFigure, StudySpec
 from ntkpipe.lang.titles import figure_title
 from ntkpipe.measure.registry import VARIABLES
 from ntkpipe.plots import PLOTTERS
