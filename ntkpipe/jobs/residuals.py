@@ -74,8 +74,8 @@ def theory_residuals(ds: xr.Dataset) -> xr.Dataset:
 
 def _matrix_residual(theory: xr.DataArray, measured: xr.DataArray, dims) -> xr.DataArray:
     both = np.isfinite(theory) & np.isfinite(measured)
-    distance = np.sqrt(((theory - measured) ** 2).where(both).sum(dims))
-    scale = np.sqrt((measured**2).where(both).sum(dims))
+    distance = (((theory - measured) ** 2).where(both).sum(dims)) ** 0.5
+    scale = ((measured**2).where(both).sum(dims)) ** 0.5
     return _relative(distance, scale)
 
 

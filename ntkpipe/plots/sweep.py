@@ -123,8 +123,8 @@ def _panel(ax, ds: xr.Dataset, spec, names: list[str], hues: list, x_values: lis
     if not is_numeric(x_values):
         ax.set_xticks(_positions(x_values, x_values), [display_name(v) for v in x_values])
         ax.set_xmargin(0.15)
-    elif (names := coordinate_names(ds, spec.x, x_values)) is not None:  # numbers that stand for something
-        ax.set_xticks(_positions(x_values, x_values), names)  # (Stein test vectors: v1, …, random; digits)
+    elif (shown_x := coordinate_names(ds, spec.x, x_values)) is not None:  # numbers that stand for something
+        ax.set_xticks(_positions(x_values, x_values), shown_x)  # (Stein test vectors: v1, …, random; digits)
         ax.set_xmargin(0.15)
     elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
         shown = [v for v in x_values if v > 0]
