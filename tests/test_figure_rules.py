@@ -199,6 +199,7 @@ def test_every_variable_and_axis_label_renders_as_math_without_raw_markup():
     assert as_math("learning-rate ratio η_u / η_W") == "learning-rate ratio $η_u$ / $η_W$"
     assert as_math("|w − w_min|") == r"|w − $w_{\mathrm{min}}|$"
     assert as_math("y_dᵀK_V^{c,c}y_d") == "$y_dᵀK_V^{c,c}y_d$"
+    assert as_math("‖K‖_F: γ = 0, γ = 1 coincide") == "$‖K‖_F$: γ = 0, γ = 1 coincide"  # a panel's note
     assert as_math("already $x_1$ math_y") == "already $x_1$ math_y"  # the author's mathtext as written
 
 
