@@ -3,6 +3,9 @@ variables. Result stores (:mod:`ntkpipe.jobs.describe`), figures and run labels 
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import xarray as xr
 
 from ntkpipe.measure.registry import VARIABLES
@@ -16,7 +19,7 @@ AXIS_LABELS = {
     "nad_index": "NAD index j", "eigenfunction": "init eigenfunction index i",
     "pretrain_epochs": "pretraining epochs k", "checkpoint": "checkpoint", "architecture": "architecture",
     "lr_ratio": "learning-rate ratio η_u / η_W",
-    "stein_vector": "Stein test vector u",
+    "stein_vector": "Stein test vector u", "train_point": "training point μ", "train_point_nu": "training point ν",
 }
 AXIS_SYMBOLS = {"eigenfunction": "i", "sigma": "σ", "depth": "L", "gamma": "γ", "eigen_index": "j", "width": "N", "lr": "η",
                 "n_train": "P", "teacher_scale": "s", "mode": "k", "spectrum_index": "k", "nad_index": "j",
@@ -50,6 +53,30 @@ def tick_names(dim: str, values: list, plain: bool = False) -> list[str]:
     ``plain``: digits for subscripts (CSV column names)."""
     names = TICK_NAMES[dim](list(values)) if dim in TICK_NAMES else [str(v) for v in values]
     return [n.translate(PLAIN_DIGITS) for n in names] if plain else names
+
+
+CLASS = "output_classes"
+"""The study dataset's attribute naming, per run id, the class each output c stands for (JSON
+{run id: [name of output 1, …]}; :func:`ntkpipe.data.dataset.output_classes`), for the runs whose
+outputs are one per class (``digit 0`` … ``digit 9``). An attribute outlives a figure's selection of
+one output (``where: {output: 3}``), whose targets are still named."""
+CLASS_DIMS = ("output", "target")
+"""Dimensions whose value c stands for the class of output c (target y_c is class c's target)."""
+
+
+def coordinate_names(ds: xr.Dataset, dim: str, values: list) -> list[str] | None:
+    """What a figure of ``ds`` (after its selection) shows for the ``values`` of dimension ``dim``: for
+    ``output`` and ``target`` (1 … C), the classes they stand for (:data:`CLASS`) when every run left
+    names them alike (ten-class digits: target 3 is ``digit 2``); else :func:`tick_names` for
+    coordinates in :data:`TICK_NAMES`; None when the values are shown as they are (numbers)."""
+    if dim in CLASS_DIMS and CLASS in ds.attrs and "run_id" in ds:
+        classes = json.loads(ds.attrs[CLASS])
+        runs = {str(r) for r in np.ravel(ds["run_id"].values)} - {""}
+        named = {tuple(classes.get(r, ())) for r in runs}
+        if len(named) == 1 and (names := named.pop()) and all(1 <= int(v) <= len(names) for v in values):
+            return [names[int(v) - 1] for v in values]
+        return None
+    return tick_names(dim, values) if dim in TICK_NAMES else None
 
 
 def display_name(value) -> str:

@@ -529,7 +529,11 @@ def _fig_matrix(draw, variables, axes, numeric):
     matrices = [v.name for v in variables.values() if len([d for d in v.dims if d != "time"]) == 2]
     if not matrices:
         return None
-    return {"kind": "matrix", "variable": draw(st.sampled_from(matrices))}
+    fig = {"kind": "matrix", "variable": draw(st.sampled_from(matrices))}
+    theories = [v.name for v in variables.values() if v.theory_of == fig["variable"] and v.dims == variables[fig["variable"]].dims]
+    if theories and draw(st.booleans()):
+        fig["theory"] = draw(st.sampled_from(theories))
+    return fig
 
 
 def _fig_phases(draw, variables, axes, numeric):

@@ -170,6 +170,27 @@ def test_coincident_data_are_told_apart_by_markers_and_a_note_never_by_dashes():
     assert "synthetic, digits coincide" in [t.get_text() for t in legends(fig)[0].get_texts()]
 
 
+def test_a_coincidence_note_appears_once_per_panel_it_applies_to():
+    """depth_scaling/training_curves: the σ curves coincide in two panels of one column (alignment and
+    cos at L = 2, independent of σ) and nowhere else. The figure's one legend lists one note per such
+    panel, named by its column and its row's quantity, and none for the other panels."""
+    time = np.geomspace(0.01, 100.0, 60)
+    sigma = [0.01, 0.1]
+    same = np.broadcast_to(np.tanh(time), (2, 60))
+    apart = np.stack([np.tanh(s * 10 * time) for s in sigma])
+    loss = np.stack([0.5 / (1.0 + (s * 10 * time) ** 2) for s in sigma])
+    ds = xr.Dataset({"alignment": (("depth", "sigma", "time"), np.stack([same, apart])),
+                     "first_layer_alignment": (("depth", "sigma", "time"), np.stack([same, apart])),
+                     "loss": (("depth", "sigma", "time"), np.stack([loss, loss * 0.5]))},
+                    coords={"depth": [2, 3], "sigma": sigma, "time": time})
+    fig = drawn(ds, {"kind": "time_series", "variables": ["loss", "alignment", "first_layer_alignment"],
+                     "hue": "sigma", "col": "depth", "logy": ["loss"]})
+    notes = [" ".join(t.get_text().split()) for t in legends(fig)[0].get_texts() if "coincide" in t.get_text()]
+    assert notes == [as_math(f"L = 2, {VARIABLES[v].label}: σ = 0.01, σ = 0.1 coincide")
+                     for v in ("alignment", "first_layer_alignment")]
+    assert figure_defects(fig) == []
+
+
 def test_every_variable_and_axis_label_renders_as_math_without_raw_markup():
     for label in [v.label for v in VARIABLES.values()] + list(AXIS_LABELS.values()):
         math = as_math(label)
@@ -178,6 +199,7 @@ def test_every_variable_and_axis_label_renders_as_math_without_raw_markup():
     assert as_math("learning-rate ratio η_u / η_W") == "learning-rate ratio $η_u$ / $η_W$"
     assert as_math("|w − w_min|") == r"|w − $w_{\mathrm{min}}|$"
     assert as_math("y_dᵀK_V^{c,c}y_d") == "$y_dᵀK_V^{c,c}y_d$"
+    assert as_math("‖K‖_F: γ = 0, γ = 1 coincide") == "$‖K‖_F$: γ = 0, γ = 1 coincide"  # a panel's note
     assert as_math("already $x_1$ math_y") == "already $x_1$ math_y"  # the author's mathtext as written
 
 

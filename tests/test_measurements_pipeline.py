@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -48,7 +50,7 @@ train:
   dtype: float64
   max_time: 60
   checkpoints: {per_decade: 10}
-measure: [loss, final_ntk, min_norm_error]
+measure: [loss, final_ntk, final_ntk_gram, min_norm_error]
 sweep:
   union:
     - {depth: [2], sigma: [0.005, 0.01, 0.02]}
@@ -382,6 +384,35 @@ def test_final_ntk_ratio_is_the_depth(min_norm):
         assert float(ds["final_ntk_ratio_theory"]) == depth
         assert ratio == pytest.approx(depth, rel=1e-2)
         assert relerr < sigma
+
+
+@pytest.mark.computes("final_ntk_gram")
+def test_final_ntk_gram_is_the_jacobian_gram(min_norm_study):
+    """The stored final Gram equals J Jᵀ of jax.jacobian of the trained network's outputs on the
+    training points (weights cut from the stored parameters), its theory X M∞ Xᵀ (Eq. 63) in numpy, and
+    the study's residual the relative Frobenius distance, within σ for converged nets from small init."""
+    runs, study = min_norm_study
+    for (ctx, ds), run_id in zip(runs, study["run_id"].values):
+        depth, x = ctx.spec.model.depth, ctx.data.flat_train
+        weights = [jnp.asarray(w) for w, _ in final_layers(ctx, ds)]
+
+        def outputs(params):
+            h = jnp.asarray(x)
+            for w in params:
+                h = h @ w.T
+            return h[:, 0]
+
+        jac = jax.jacobian(outputs)(weights)
+        j = np.concatenate([np.asarray(block, np.float64).reshape(len(x), -1) for block in jac], axis=1)
+        gram = ds["final_ntk_gram"].values
+        assert gram.shape == (len(x), len(x)) and ds["final_ntk_gram"].dims == ("train_point", "train_point_nu")
+        np.testing.assert_allclose(gram, j @ j.T, rtol=1e-9, atol=1e-12 * np.abs(gram).max())
+        beta, s = _teacher(ctx)
+        theory = s ** (2 * (depth - 1) / depth) * x @ ((depth - 1) * np.outer(beta, beta) + np.eye(len(beta))) @ x.T
+        np.testing.assert_allclose(ds["final_ntk_gram_theory"].values, theory, rtol=1e-9)
+        residual = study["final_ntk_gram_theory_residual"].where(study["run_id"] == run_id, drop=True).item()
+        assert residual == pytest.approx(np.linalg.norm(theory - j @ j.T) / np.linalg.norm(j @ j.T), rel=1e-9)
+        assert residual < ctx.spec.model.sigma
 
 
 @pytest.mark.computes("min_norm_error")

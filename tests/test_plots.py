@@ -3,6 +3,7 @@ figure checks (``plots.checks``) find each defect they name and none in any figu
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -17,12 +18,16 @@ from pydantic import TypeAdapter
 from ntkpipe.errors import SpecError
 from ntkpipe.jobs.aggregate import aggregate_study
 from ntkpipe.jobs.plot import draw_figure, plot_figure
+from ntkpipe.labels import coordinate_names
 from ntkpipe.lang.schema import FigureSpec, MatrixFigure, StudySpec
 from ntkpipe.lang.titles import figure_title
+from ntkpipe.measure.registry import VARIABLES
 from ntkpipe.plots import PLOTTERS
 from ntkpipe.plots.checks import EMPTY_PANEL, draw, drawn_tick_labels, figure_defects, legends, line_style
 from ntkpipe.plots.finish import finish_figure, integer_ticks, separate_coincident_lines, thin_tick_labels, wrap_to
+from ntkpipe.plots.mathtext import as_math
 from ntkpipe.plots.style import hue_label, new_figure, save
+from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study
 from tests.conftest import run_study_jobs
 
@@ -42,6 +47,53 @@ def ksm_dataset() -> xr.Dataset:
     return xr.Dataset({"ksm": (("sigma", "seed", "output", "target"), ksm),
                        "ksm_t": (("sigma", "seed", "time", "output", "target"), series)},
                       coords={**coords, "time": [0.0, 1.0, 2.0]})
+
+
+def gram_dataset() -> xr.Dataset:
+    """Final NTK Grams K = c_L[(L − 1)yyᵀ + I] (+ noise) over training points μ, ν and their theory
+    (no noise) for depths 2, 3 on 30 points of one case and 40 of another: the union NaN-pads the
+    first case's Grams to 40 × 40, as aggregation does."""
+    rng = np.random.default_rng(3)
+    gram = np.full((2, 2, 40, 40), np.nan)
+    theory = np.full_like(gram, np.nan)
+    for c, p in enumerate((30, 40)):
+        y = rng.standard_normal(p)
+        for i, depth in enumerate((2, 3)):
+            theory[c, i, :p, :p] = (depth - 1) * np.outer(y, y) + np.eye(p)
+            gram[c, i, :p, :p] = theory[c, i, :p, :p] + 0.01 * rng.standard_normal((p, p))
+    dims = ("dataset", "depth", "train_point", "train_point_nu")
+    return xr.Dataset({"final_ntk_gram": (dims, gram), "final_ntk_gram_theory": (dims, theory)},
+                      coords={"dataset": ["synthetic", "digits"], "depth": [2, 3],
+                              "train_point": np.arange(1, 41), "train_point_nu": np.arange(1, 41)})
+
+
+GRAM = {"kind": "matrix", "variable": "final_ntk_gram", "theory": "final_ntk_gram_theory", "col": "depth",
+        "where": {"dataset": "synthetic"}}
+
+
+def test_a_gram_and_its_theory_are_drawn_on_one_scale_without_numbers_in_cells():
+    """Silent-alignment Fig. E.3b: one panel per depth for the Gram and one under it for its theory,
+    cropped to the case's 30 points (its NaN padding left out), one colour scale and bar for all six,
+    no per-cell numbers for a 30 × 30 matrix, ticks at round point indices, display names."""
+    ds = gram_dataset()
+    fig = PLOTTERS["matrix"](ds, matrix_figure(**GRAM), "Final NTK Gram (one colour scale)")
+    assert figure_defects(fig) == []
+    *panels, colorbar = fig.axes
+    assert len(panels) == 4
+    sub = ds.sel(dataset="synthetic").isel(train_point=slice(0, 30), train_point_nu=slice(0, 30))
+    lo = min(float(sub[v].min()) for v in ("final_ntk_gram", "final_ntk_gram_theory"))
+    hi = max(float(sub[v].max()) for v in ("final_ntk_gram", "final_ntk_gram_theory"))
+    for k, ax in enumerate(panels):
+        name, depth = ("final_ntk_gram", "final_ntk_gram_theory")[k // 2], (2, 3)[k % 2]
+        image = ax.get_images()[0]
+        np.testing.assert_array_equal(image.get_array(), sub[name].sel(depth=depth).values)
+        assert (image.norm.vmin, image.norm.vmax) == pytest.approx((lo, hi))
+        assert not ax.texts  # no numbers in 900 cells
+        assert ax.get_title() == as_math(f"L = {depth}\n{VARIABLES[name].label}")
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "20", "30"]
+        assert ax.get_ylabel() == "training point μ"
+    assert [ax.get_xlabel() for ax in panels] == ["", "", "training point ν", "training point ν"]
+    assert colorbar.get_ylabel() == as_math("final NTK K(x_μ, x_ν)\n(scale shared with K∞(x_μ, x_ν) theory)")
 
 
 def texts_inside(fig) -> None:
@@ -277,6 +329,7 @@ FIGURES = {  # every figure kind, with data that made the old figures defective
     "scatter": (scatter_dataset, {"kind": "scatter", "x": "prediction_network", "col": "dataset",
                                   "y": ["prediction_final_ntk", "prediction_init_ntk"]}),
     "matrix": (ksm_dataset, {"kind": "matrix", "variable": "ksm", "col": "sigma"}),
+    "matrix_gram_theory": (gram_dataset, GRAM),
     "images": (images_dataset, {"kind": "images", "variable": "nad_directions", "rows": "architecture"}),
     "phases": (phases_dataset, PHASES),
 }
@@ -504,6 +557,48 @@ def test_a_study_whose_every_run_diverged_draws_its_figures(tmp_path):
     assert sorted(empty_texts(fig)) == sorted(
         ["no finite positive values to draw on a log axis (2 of 2 runs diverged: σ=0.5; σ=1)"] * 2
         + ["no finite positive values to draw on a log axis (1 of 1 runs diverged: σ=0.5)"] * 2)
+
+
+CLASSES = """\
+data: {source: digits, classes: [3, 5, 8], n_train: 12, n_test: 3}
+model: {depth: 2, width: 8, activation: relu}
+train: {optimizer: {name: gd, lr: 0.2}, steps: 10, checkpoints: {per_decade: 2}}
+measure: [loss, kernel_specialization, {name: kernel_components, every: 1}]
+sweep:
+  cases:
+    task:
+      digits: {}
+      mixture: {data: {source: gaussian_mixture, dim: 6, clusters: 3, noise: 0.3, classes: null}}
+figures:
+  - {name: ksm, kind: matrix, variable: ksm, col: task}
+  - {name: digits_kv, kind: time_series, variables: [kv_projection], hue: target, where: {task: digits, output: 2}}
+  - {name: mixture_kv, kind: time_series, variables: [kv_projection], hue: target, where: {task: mixture, output: 2}}
+"""
+
+
+def test_outputs_and_targets_of_classes_are_named_by_their_class(tmp_path):
+    """Digits 3, 5, 8 (one-hot: output and target c stand for the c-th kept class) are shown as
+    digit 3, digit 5, digit 8 -- in the legend of one output's targets (where: {output: 2} leaves
+    the other outputs out of the dataset) and on the matrix's ticks --, the Gaussian mixture's
+    clusters as numbers (target = 1, …), and a panel mixing both as numbers."""
+    plan, _ = run_study_jobs(CLASSES, tmp_path)
+    ds = read_store(aggregate_study(plan, plan.dataset_path))
+    ids = dict(zip(ds["task"].values.tolist(), ds["run_id"].values.tolist()))
+    assert json.loads(ds.attrs["output_classes"]) == {ids["digits"]: ["digit 3", "digit 5", "digit 8"]}
+    for name, expected in (("digits_kv", ["digit 3", "digit 5", "digit 8"]),
+                           ("mixture_kv", ["target = 1", "target = 2", "target = 3"])):
+        fig = draw_figure(plan, name)
+        (legend,) = legends(fig)
+        assert [t.get_text() for t in legend.get_texts()][:3] == expected
+        assert figure_defects(fig) == []
+    fig = draw_figure(plan, "ksm")
+    digits, mixture = fig.axes[:2]
+    assert [t.get_text() for t in digits.get_xticklabels()] == ["digit 3", "digit 5", "digit 8"]
+    assert [t.get_text() for t in digits.get_yticklabels()] == ["digit 3", "digit 5", "digit 8"]
+    assert [t.get_text() for t in mixture.get_xticklabels()] == ["1", "2", "3"]
+    assert figure_defects(fig) == []
+    assert coordinate_names(ds, "target", [1, 2, 3]) is None  # both tasks' runs: no common names
+    assert coordinate_names(ds.sel(task="digits"), "output", [3]) == ["digit 8"]
 
 
 # --- one legend for facets; numbers on log axes and in labels -------------------------------------

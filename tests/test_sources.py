@@ -8,6 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from ntkpipe.data import input_shape, load_dataset, output_count
+from ntkpipe.data.arrays import class_targets
+from ntkpipe.data.dataset import output_classes
 from ntkpipe.data.file_checks import data_file_problems
 from ntkpipe.data.sources import SOURCES, Source
 from ntkpipe.data.sources.linear_teacher import LinearTeacherOptions
@@ -52,6 +54,23 @@ def test_every_record_agrees_with_the_data_it_loads(name, image_dirs):
     if record.files is not None:
         native = record.input_shape(spec.model_copy(update={"image_size": None}))
         assert native == record.files.image == load_dataset(spec.model_copy(update={"image_size": None})).input_shape
+
+
+def test_outputs_that_stand_for_classes_are_named_by_them(image_dirs):
+    """One-hot outputs of the digit sources are digit k for class k (the kept classes in order), of
+    CIFAR-10 its class names; ±1 labels (two classes, two groups), teachers and mixture clusters none.
+    Output c's name is that of the class whose examples have target 1 in column c."""
+    spec = example("digits", image_dirs, classes=[7, 2, 4], n_train=30)
+    assert output_classes(spec) == ["digit 7", "digit 2", "digit 4"]
+    assert load_dataset(spec).class_labels == {"classes": [7, 2, 4]}
+    np.testing.assert_array_equal(class_targets(np.array([7, 2, 4]), [7, 2, 4]), np.eye(3))
+    assert output_classes(spec.model_copy(update={"classes": None}))[3] == "digit 3"
+    assert output_classes(example("cifar10", image_dirs, classes=[0, 3, 9])) == ["airplane", "cat", "truck"]
+    assert output_classes(example("mnist", image_dirs, classes=[1, 2, 3])) == ["digit 1", "digit 2", "digit 3"]
+    assert output_classes(example("digits", image_dirs, classes=[0, 1])) == []
+    assert output_classes(example("digits", image_dirs, labels={"kind": "two_groups"})) == []
+    assert output_classes(example("gaussian_mixture", image_dirs)) == []
+    assert output_classes(example("linear_teacher", image_dirs, teachers=3)) == []
 
 
 @pytest.mark.parametrize("name", [n for n, s in SOURCES.items() if "image_size" in s.keys])

@@ -28,6 +28,18 @@ def output_count(spec: DataOptions) -> int:
     return SOURCES[spec.source].outputs(spec)
 
 
+def output_classes(spec: DataOptions) -> list[str]:
+    """What each network output c (and target y_c) stands for when the outputs are one per class (the
+    default one-hot targets of a source with class names, more than two classes kept): the kept classes'
+    names (``digit 0`` … ``digit 9``), which figures show for the ``output`` and ``target`` values 1 … C.
+    None otherwise (teachers, mixture clusters, ±1 labels): an empty list."""
+    source = SOURCES[spec.source]
+    if spec.labels.kind != "default" or not source.class_names or output_count(spec) < 2:
+        return []
+    classes = spec.classes if spec.classes is not None else range(source.class_count)
+    return [source.class_names[k] for k in classes]
+
+
 def input_shape(spec: DataOptions) -> tuple[int, ...]:
     """The shape of one input of ``spec``, without loading it: (D,) or (H, W, channels)."""
     return tuple(SOURCES[spec.source].input_shape(spec))

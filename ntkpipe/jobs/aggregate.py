@@ -20,9 +20,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ntkpipe.data.dataset import output_classes
 from ntkpipe.jobs.describe import describe, provenance
 from ntkpipe.jobs.residuals import theory_residuals
 from ntkpipe.jobs.run_dataset import run_dataset
+from ntkpipe.labels import CLASS
 from ntkpipe.layout import RUN, axis_order, index_runs, is_full_grid
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.store import write_store
@@ -51,6 +53,8 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
                                                        study.variant)))
     totals = {k: float(merged[k].sum()) for k in ("seconds_train", "seconds_measure", "seconds_job")}
     merged.attrs.update(provenance(study, run_attrs), seconds=json.dumps(totals))
+    if classes := {job.id: names for job in plan.runs if (names := output_classes(job.spec.data))}:
+        merged.attrs[CLASS] = json.dumps(classes)  # attrs outlive selections (a figure's where: {output: 3})
     return write_store(merged, out, config=plan.aggregate_config(), store_id=plan.tag)
 
 

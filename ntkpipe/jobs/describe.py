@@ -43,6 +43,8 @@ COORDINATES: dict[str, tuple[str, str | None, str]] = {
     "column": ("image column", None, "pixel column (from 1) of an image"),
     "channel": ("image channel", None, "colour channel (from 1) of an image"),
     "train_point": ("training point μ", None, "index μ (from 1) of a point of the measurement's training subset"),
+    "train_point_nu": ("training point ν", None, "index ν (from 1) of a point of the measurement's training subset: "
+                       "the columns of a Gram whose rows are train_point μ"),
     "checkpoint": (AXIS_LABELS["checkpoint"], None, "init: a series at t = 0; end: its last finite value "
                    "(an endpoints summary)"),
 }

@@ -8,7 +8,10 @@ of the theory's own dimensions besides ``time``, e.g. per ``mode``):
   value (e.g. ``alignment_theory`` against the final alignment);
 * series theory: (theory − measured)(t*) / max_t |measured(t)|, at the time t* of the largest
   |theory − measured|, over the checkpoints where both are finite. Dividing by the curve's scale
-  instead of |measured(t*)| keeps it finite where the measurement crosses 0 (r(t), growths).
+  instead of |measured(t*)| keeps it finite where the measurement crosses 0 (r(t), growths);
+* matrix theory (two own dims, e.g. a Gram over training points μ, ν): the relative Frobenius distance
+  ‖theory − measured‖_F / ‖measured‖_F per run, over the entries both have (a union sub-grid's smaller
+  matrices are NaN-padded), one number where entrywise ratios would divide by entries near 0.
 
 It is NaN where the theory is (runs outside its assumptions) or the measurement's scale is 0.
 """
@@ -25,6 +28,9 @@ from ntkpipe.layout import final_value
 from ntkpipe.measure.registry import RESIDUAL_SUFFIX as SUFFIX
 from ntkpipe.measure.registry import VARIABLES, residual_name, variable_attrs
 
+MATRIX = 2
+"""Own dims of a matrix theory (no ``time``), whose residual is a relative Frobenius distance."""
+
 
 def residual_attrs(name: str) -> dict[str, str] | None:
     """Attrs of ``<theory>_residual`` (None if ``name`` is not the residual of a registered theory)."""
@@ -33,10 +39,13 @@ def residual_attrs(name: str) -> dict[str, str] | None:
     if name == theory or variable is None or not variable.theory_of:
         return None
     measured = variable.theory_of + "".join(f"[{d}={i}]" for d, i in variable.theory_at)
-    how = ("(theory − measured)(t*) / max_t |measured| at the time t* of the largest |theory − measured|"
-           if "time" in variable.dims else
-           "(theory − measured) / |measured|" + (", measured at its last finite time"
-                                                 if "time" in VARIABLES[variable.theory_of].dims else ""))
+    if "time" in variable.dims:
+        how = "(theory − measured)(t*) / max_t |measured| at the time t* of the largest |theory − measured|"
+    elif len(variable.dims) == MATRIX:
+        how = f"‖theory − measured‖_F / ‖measured‖_F over {', '.join(variable.dims)}"
+    else:
+        how = "(theory − measured) / |measured|" + (", measured at its last finite time"
+                                                    if "time" in VARIABLES[variable.theory_of].dims else "")
     return {"long_name": f"relative residual of {variable.label}",
             "description": f"{theory} against {measured} per run: {how}; NaN where the theory is",
             "theory_of": variable.theory_of, "assumptions": variable_attrs(theory)["assumptions"]}
@@ -55,10 +64,19 @@ def theory_residuals(ds: xr.Dataset) -> xr.Dataset:
         theory = ds[name].astype(np.float64)
         if "time" in theory.dims:
             out[residual_name(name)] = _series_residual(theory, measured.astype(np.float64))
+        elif len(variable.dims) == MATRIX:
+            out[residual_name(name)] = _matrix_residual(theory, measured.astype(np.float64), variable.dims)
         else:
             reference = final_value(measured).astype(np.float64)
             out[residual_name(name)] = _relative(theory - reference, abs(reference))
     return xr.Dataset(out)
+
+
+def _matrix_residual(theory: xr.DataArray, measured: xr.DataArray, dims) -> xr.DataArray:
+    both = np.isfinite(theory) & np.isfinite(measured)
+    distance = (((theory - measured) ** 2).where(both).sum(dims)) ** 0.5
+    scale = ((measured**2).where(both).sum(dims)) ** 0.5
+    return _relative(distance, scale)
 
 
 def _relative(difference: xr.DataArray, scale: xr.DataArray) -> xr.DataArray:

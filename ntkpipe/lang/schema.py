@@ -778,9 +778,11 @@ class MatrixFigure(Strict):
     """A variable with two dims of its own (e.g. the kernel specialization matrix ``ksm``, dims
     ``output``, ``target``; kernel-alignment Sec. 4.3, Figs. 3A–B, 4D) as a heatmap: the first dim
     down the rows, the second across the columns, averaged over the remaining dimensions (e.g. seeds)
-    after ``where``; a series is taken at its last time. One panel per value of ``col``, one colour
-    bar for all, each cell annotated with its value; ``scale_with`` makes the colour scale span other
-    variables too (figures meant to be compared)."""
+    after ``where``; a series is taken at its last time. One panel per value of ``col``, with ``theory``
+    a second row drawing the theory's matrix under each (e.g. the final NTK Gram and K∞ of
+    silent-alignment Eq. 63, Fig. E.3b), one colour bar for all; a small matrix (at most 12 × 12) has
+    each cell annotated with its value; ``scale_with`` makes the colour scale span other variables too
+    (figures meant to be compared)."""
 
     name: str
     """the figure's name: it is drawn to results/<study>/figures/<name>.png"""
@@ -788,6 +790,10 @@ class MatrixFigure(Strict):
     """matrix: a heatmap of a variable with two dims of its own"""
     variable: str
     """the variable drawn: first dim down the rows, second across (e.g. ksm: output, target)"""
+    theory: str | None = Field(None, exclude_if=lambda v: v is None,
+                               description="a variable with the same dims drawn in a second row of panels, one "
+                                           "under each of the variable's, on the same colour scale (e.g. "
+                                           "final_ntk_gram_theory, K∞ of silent-alignment Eq. 63)")
     scale_with: list[str] = Field([], exclude_if=lambda v: not v,
                                   description="variables whose matrices (same where, col) the colour scale also "
                                               "spans, so that figures meant to be compared share one (e.g. ksm "
@@ -803,7 +809,7 @@ class MatrixFigure(Strict):
     plotter: ClassVar[str] = "ntkpipe.plots.matrix:plot_matrix"
 
     def plotted(self) -> list[str]:
-        return [self.variable]
+        return [self.variable] + ([self.theory] if self.theory else [])
 
     def problems(self, check) -> list:
         out = check.variable(self.variable, ("array", "series"), ("variable",))
@@ -811,6 +817,13 @@ class MatrixFigure(Strict):
         if (dims := check.dims(self.variable)) is not None and len(own := [d for d in dims if d != "time"]) != 2:
             out += check.problem(("variable",), f"{self.variable!r} has dims ({', '.join(own)}); a matrix figure "
                                                 "needs a variable with two (rows, columns), e.g. ksm (output, target)")
+        if self.theory:
+            out += check.variable(self.theory, ("array", "series"), ("theory",))
+            theory_dims = check.dims(self.theory)
+            if dims is not None and theory_dims is not None and theory_dims != dims:
+                out += check.problem(("theory",), f"{self.theory!r} has dims ({', '.join(theory_dims)}), "
+                                                  f"{self.variable!r} ({', '.join(dims)}): the theory's matrix is "
+                                                  "drawn under the variable's, so they need the same dims")
         return out + check.axis(self.col, ("col",), "col")
 
 

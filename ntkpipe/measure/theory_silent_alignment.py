@@ -8,10 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from ntkpipe.measure import requirements as req
-from ntkpipe.measure.context import moving_network
+from ntkpipe.measure.context import ModelView, moving_network
 from ntkpipe.measure.record import MLP_ONLY, TIME_UNITS, Measurement, Variable, series, train_gram
 from ntkpipe.theory import deep_linear, final_kernel, two_layer
 
+GRAM_DIMS = ("train_point", "train_point_nu")
+"""The two sample dims of a training Gram: rows μ, columns ν."""
 _GRADIENT_FLOW = ("whitened data (data.gamma 0), no bias, standard parameterization, model.kind network, "
                   "model.gamma 1, MSE loss, full-batch GD with a constant schedule (gradient flow), one output")
 
@@ -68,6 +70,14 @@ def _final_ntk(run, traj, item) -> dict:
     return {"final_ntk_ratio": final_kernel.direction_ratio(measured, beta),
             "final_ntk_ratio_theory": float(depth),
             "final_ntk_relerr": float(np.linalg.norm(measured - theory) / np.linalg.norm(theory))}
+
+
+def _final_ntk_gram(run, traj, item) -> dict:
+    """The measured Gram is the empirical NTK of the trained network (the NTK engine, any weights);
+    its theory is Eq. 63 on the training inputs with the run's least-squares teacher (β, s)."""
+    beta, s = run.teacher
+    return {"final_ntk_gram": ModelView(traj.model, run).gram_train,
+            "final_ntk_gram_theory": final_kernel.final_ntk_gram(run.data.flat_train, beta, s, run.spec.model.depth)}
 
 
 def _alignment_theory(run, traj, item) -> dict:
@@ -136,6 +146,20 @@ MEASUREMENTS = [
                 _final_ntk, req.final_ntk_theory, architectures=MLP_ONLY, where_applicable=True,
                 assumptions="deep linear net (activation linear, no bias, depth ≥ 2, standard parameterization, "
                             "model.kind network, one output) trained to convergence from small balanced init; NaN otherwise"),
+    Measurement("final_ntk_gram", "final", "final NTK Gram K(x_μ, x_ν) over the training points and K∞ of "
+                "silent-alignment Eq. 63 on them (Fig. E.3b)",
+                (Variable("final_ntk_gram", "final NTK K(x_μ, x_ν)", GRAM_DIMS,
+                          description="the empirical NTK Gram Σ_θ ∂f(x_μ)/∂θ ∂f(x_ν)/∂θ of the trained network over "
+                                      "the training points, float64 (silent-alignment Fig. E.3b)"),
+                 Variable("final_ntk_gram_theory", "K∞(x_μ, x_ν) theory", GRAM_DIMS, theory_of="final_ntk_gram",
+                          description="K∞(x_μ, x_ν) = s^{2(L−1)/L} x_μᵀ[(L − 1)ββᵀ + I]x_ν (silent-alignment Eq. 63, "
+                                      "docs/papers.md §3.4) with the least-squares teacher sβ of the training "
+                                      "targets, float64")),
+                _final_ntk_gram, req.final_ntk_theory, architectures=MLP_ONLY,
+                assumptions="deep linear net (activation linear, no bias, depth ≥ 2, standard parameterization, "
+                            "model.kind network, one output) trained to convergence from small init on whitened "
+                            "data; the run must meet them",
+                gram_points=train_gram),
     Measurement("alignment_theory", "final", "final alignment A(X M∞ Xᵀ, y) of a depth-L linear net, M∞ of "
                 "silent-alignment Eq. 63 (Fig. 1a, E.1b)",
                 (Variable("alignment_theory", "final alignment (linear-net theory)", theory_of="alignment"),),

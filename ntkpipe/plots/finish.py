@@ -124,8 +124,14 @@ def legend_handles(legend: Legend) -> list[Artist]:
 def note_coincident_lines(fig: Figure, legend_axes: list[Axes]) -> list[Axes]:
     """Separate the coincident lines of every panel (:func:`separate_coincident_lines`) and list
     their notes in the figure's legend, which is drawn again from the lines as they now look
-    (a legend keeps copies of its handles). Returns the axes that get a legend."""
-    notes = [note for ax in fig.axes for note in separate_coincident_lines(ax)]
+    (a legend keeps copies of its handles): once per panel where lines coincide, named by the panel
+    (:func:`panel_name`) when the figure has several, so that equal notes of two panels are told
+    apart and the note of a panel without the legend is not read as the legend panel's. Returns the
+    axes that get a legend."""
+    drawn = [ax for ax in fig.axes if data_lines(ax)]
+    notes = [f"{panel_name(ax)}: {note}" if len(drawn) > 1 else note
+             for ax in drawn for note in separate_coincident_lines(ax)]
+    notes = list(dict.fromkeys(notes))
     if not notes:
         return legend_axes
     holders = [ax for ax in fig.axes if ax.get_legend() is not None] or legend_axes or fig.axes[:1]
@@ -143,6 +149,21 @@ def note_coincident_lines(fig: Figure, legend_axes: list[Axes]) -> list[Axes]:
     title = legend.get_title().get_text() if legend is not None else ""
     holder.legend(handles, labels, loc="best", title=title or None, title_fontsize=8, **LEGEND)
     return [holder, *(ax for ax in legend_axes if ax is not holder)]
+
+
+def panel_name(ax: Axes) -> str:
+    """What names a panel of a grid to a reader: its column's heading (its own title, else the title
+    of the top panel of its column: ``L = 2``) and, in a grid of several rows, its y label."""
+    spec = ax.get_subplotspec()
+    heading = ax.get_title()
+    if not heading and spec is not None:
+        top = [other for other in ax.figure.axes if (s := other.get_subplotspec()) is not None
+               and s.get_gridspec() is spec.get_gridspec() and s.colspan == spec.colspan and s.rowspan.start == 0]
+        heading = top[0].get_title() if top else ""
+    several_rows = spec is not None and spec.get_gridspec().nrows > 1
+    parts = [" ".join(heading.split())] if heading else []
+    parts += [" ".join(ax.get_ylabel().split())] if several_rows or not parts else []
+    return ", ".join(p for p in parts if p) or "a panel"
 
 
 def wrap_legend_texts(fig: Figure) -> None:

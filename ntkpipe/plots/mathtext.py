@@ -32,9 +32,11 @@ def as_math(text: str) -> str:
 
 
 def _word(word: str) -> str:
-    """One math word as ``$…$`` (no spaces inside, so wrapping at spaces never splits it)."""
-    body = _FUNCTION.sub(r"\\mathrm{\1}", word.translate(_SPECIAL))
-    return "$" + _SCRIPT.sub(lambda m: m.group(1) + _script(m.group(2)), body) + "$"
+    """One math word as ``$…$`` (no spaces inside, so wrapping at spaces never splits it); punctuation
+    that ends it (``‖K‖_F:`` before a note, ``y_d,``) stays text, not a math operator."""
+    stem = word.rstrip(",:;.")
+    body = _FUNCTION.sub(r"\\mathrm{\1}", stem.translate(_SPECIAL))
+    return "$" + _SCRIPT.sub(lambda m: m.group(1) + _script(m.group(2)), body) + "$" + word[len(stem):]
 
 
 def _script(script: str) -> str:

@@ -22,7 +22,7 @@ import xarray as xr
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from ntkpipe.labels import AXIS_SYMBOLS, axis_label, display_name
+from ntkpipe.labels import AXIS_SYMBOLS, axis_label, coordinate_names, display_name
 from ntkpipe.layout import sub_grid
 
 
@@ -31,6 +31,13 @@ def hue_label(axis_name: str, value) -> str:
     if isinstance(value, str):
         return display_name(value)
     return f"{AXIS_SYMBOLS.get(axis_name) or axis_label(axis_name)} = {value_text(value)}"
+
+
+def hue_labels(ds: xr.Dataset, axis_name: str, values: list) -> list[str]:
+    """The labels of ``values`` of a hue ``axis_name`` in ``ds``: the names its coordinate gives them
+    (:func:`ntkpipe.labels.coordinate_names`: ``digit 2`` for target 3 of ten-class digits), else
+    :func:`hue_label` each."""
+    return coordinate_names(ds, axis_name, values) or [hue_label(axis_name, v) for v in values]
 
 
 def value_text(value) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.ticker import NullFormatter
 
-from ntkpipe.labels import AXIS_SYMBOLS, TICK_NAMES, axis_label, display_name, tick_names, variable_label
+from ntkpipe.labels import AXIS_SYMBOLS, axis_label, coordinate_names, display_name, variable_label
 from ntkpipe.layout import axis_values, final_value, select, sub_grid
 from ntkpipe.measure.fits import FITS
 from ntkpipe.measure.registry import residual_name
@@ -28,6 +28,7 @@ from ntkpipe.plots.style import (
     drawable,
     hue_colors,
     hue_label,
+    hue_labels,
     is_numeric,
     new_figure,
     note_diverged,
@@ -82,7 +83,7 @@ def plot_sweep(ds: xr.Dataset, spec, title: str):
     if spec.residual:
         _residual_panel(below, axes[0, 0], ds, spec, hues, x_values)
     note_diverged(axes[0, -1], ds)
-    order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
+    order = hue_labels(ds, spec.hue, hues) if spec.hue else []
     return finish_figure(fig, title, figure_legend(axes, order, title=axis_label(spec.hue, ds) if spec.hue else None))
 
 
@@ -90,6 +91,7 @@ def _panel(ax, ds: xr.Dataset, spec, names: list[str], hues: list, x_values: lis
     """One panel: the variables ``names`` against x, a line (mean ± sd band, dots for runs) per hue."""
     ax.set_xscale("log" if spec.logx and is_numeric(x_values) else "linear")  # labels sit at 0, 1, …
     ax.set_yscale("log" if spec.logy else "linear")
+    shown_hue = dict(zip(hues, hue_labels(ds, spec.hue, hues))) if spec.hue else {}
     for color, h in zip(hue_colors(hues), hues):
         sub = sub_grid(ds, {spec.hue: h} if spec.hue else None)
         for (style, marker), name in zip(STYLES, names):
@@ -97,7 +99,7 @@ def _panel(ax, ds: xr.Dataset, spec, names: list[str], hues: list, x_values: lis
             keep = drawable(ax, xv, mean)
             if not keep.any():
                 continue
-            parts = [hue_label(spec.hue, h)] if spec.hue else []
+            parts = [shown_hue[h]] if spec.hue else []
             if len(names) > 1 or not spec.hue:
                 parts.append(variable_label(name))
             label = ", ".join(parts)
@@ -121,8 +123,8 @@ def _panel(ax, ds: xr.Dataset, spec, names: list[str], hues: list, x_values: lis
     if not is_numeric(x_values):
         ax.set_xticks(_positions(x_values, x_values), [display_name(v) for v in x_values])
         ax.set_xmargin(0.15)
-    elif spec.x in TICK_NAMES:  # numbers that stand for something (Stein test vectors: v1, …, random)
-        ax.set_xticks(_positions(x_values, x_values), tick_names(spec.x, x_values))
+    elif (shown_x := coordinate_names(ds, spec.x, x_values)) is not None:  # numbers that stand for something
+        ax.set_xticks(_positions(x_values, x_values), shown_x)  # (Stein test vectors: v1, …, random; digits)
         ax.set_xmargin(0.15)
     elif spec.logx and len(x_values) <= 12:  # ticks at the swept values; no crowded minor labels
         shown = [v for v in x_values if v > 0]

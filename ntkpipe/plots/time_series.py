@@ -30,6 +30,7 @@ from ntkpipe.plots.style import (
     drawable,
     hue_colors,
     hue_label,
+    hue_labels,
     is_numeric,
     new_figure,
     number,
@@ -118,7 +119,8 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
         norm = None
     rows = [spec.variables] if spec.overlay else [[v] for v in spec.variables]
     labelled = spec.overlay or (spec.hue is not None and norm is None)  # the legend tells the lines apart
-    order = [hue_label(spec.hue, h) for h in hues] if spec.hue else []
+    order = hue_labels(ds, spec.hue, hues) if spec.hue else []
+    shown_hue = dict(zip(hues, order))
     legend_title = axis_label(spec.hue, ds) if spec.hue and not spec.overlay else None
     if ranks is not None and spec.hue is not None:
         n = len(next(iter(ranks.values())))
@@ -150,7 +152,7 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                         _band(ax, line, sd, color)
                     label = variable_label(name) + SUFFIX.get(how, "")
                     if spec.hue:
-                        label = hue_label(spec.hue, h) if not spec.overlay else f"{label}, {hue_label(spec.hue, h)}"
+                        label = shown_hue[h] if not spec.overlay else f"{label}, {shown_hue[h]}"
                         label = order[k] if ranks is not None else label
                     _draw(ax, line["time"].values, line.values, color=color, lw=1.5,
                           **({"label": label} if labelled else {}))

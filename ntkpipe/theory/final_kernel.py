@@ -37,6 +37,13 @@ def final_ntk_matrix(beta, s: float, depth: int) -> np.ndarray:
     return s ** (2.0 * (depth - 1) / depth) * ((depth - 1) * np.outer(b, b) + np.eye(b.size))
 
 
+def final_ntk_gram(x, beta, s: float, depth: int) -> np.ndarray:
+    """The (P, P) training Gram K∞(x_μ, x_ν) = x_μᵀM∞x_ν of Eq. 63 (``final_ntk_matrix``) on the
+    (P, D) inputs ``x``, float64: the final NTK a depth-L linear net reaches from small init."""
+    x = np.asarray(x, dtype=np.float64)
+    return x @ final_ntk_matrix(beta, s, depth) @ x.T
+
+
 def linear_ntk_matrix(model: MLP) -> np.ndarray:
     """The exact D×D matrix M of Eq. (1), K(x, x') = xᵀMx' summed over all weights, of a bias-free
     single-output ``MLP`` with linear activation (any multipliers c_ℓ and output scale κ), float64."""

@@ -62,7 +62,9 @@ class Source:
     ``direction`` is the NAD v_j of a ``nad`` stage, None otherwise). ``input_shape(spec)``: one input's
     shape without loading it, (D,) for vectors, (H, W, channels) for images. ``outputs(spec)``: the
     network outputs its default targets need. ``class_count``: K when its examples carry the class labels
-    0 … K−1 (which ``classes`` selects and ``two_groups`` labels split), else 0. ``rules(spec)``: its
+    0 … K−1 (which ``classes`` selects and ``two_groups`` labels split), else 0; ``class_names`` what a
+    figure shows for class k (``digit 3``), declared once for all figures (an output or target that
+    stands for a class is named by it: :func:`ntkpipe.data.dataset.output_classes`). ``rules(spec)``: its
     cross-key rules, raising :class:`~ntkpipe.strict.CrossKeyError` at the key to fix (or ValueError).
     ``files``: the format of the local files it reads (checked when a study is validated), None when it
     reads none. ``data_checks(spec)``: further checks that read its data, made when a study is validated
@@ -76,9 +78,14 @@ class Source:
     outputs: Callable[[DataOptions], int]
     example: dict[str, Any]
     class_count: int = 0
+    class_names: tuple[str, ...] = ()
     rules: Callable[[DataOptions], None] = _no_rules
     files: LocalFiles | None = None
     data_checks: Callable[[DataOptions], list[tuple[tuple[str, ...], str]]] | None = None
+
+    def __post_init__(self):
+        if self.class_names and len(self.class_names) != self.class_count:
+            raise ValueError(f"source {self.name!r}: {len(self.class_names)} class names for {self.class_count} classes")
 
     @property
     def keys(self) -> tuple[str, ...]:

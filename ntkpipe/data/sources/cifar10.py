@@ -17,5 +17,9 @@ class Cifar10Options(ImageOptions):
     grayscale: bool = Field(False, description="CIFAR-10 as one luminance channel")
 
 
+CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+"""CIFAR-10's class names, label k the k-th (the dataset's batches.meta)."""
+
 SOURCE = image_source("cifar10", Cifar10Options, FORMAT.image, FORMAT.classes, files_split(FORMAT),
-                      example={"n_train": 8, "n_test": 4, "image_size": 8}, files=FORMAT)
+                      example={"n_train": 8, "n_test": 4, "image_size": 8}, files=FORMAT,
+                      class_names=CLASSES)

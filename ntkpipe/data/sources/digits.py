@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ntkpipe.data.digits import digits_pool
-from ntkpipe.data.sources.images import ImageOptions, Split, image_source, kept_classes, pool_split
+from ntkpipe.data.sources.images import DIGITS, ImageOptions, Split, image_source, kept_classes, pool_split
 
 if TYPE_CHECKING:
     from ntkpipe.data.sources.base import DataOptions
@@ -35,4 +35,4 @@ def enough_digits(spec: DataOptions) -> list[tuple[tuple[str, ...], str]]:
 
 
 SOURCE = image_source("digits", DigitsOptions, (8, 8, 1), 10, split, example={"n_train": 8, "n_test": 4},
-                      data_checks=enough_digits)
+                      data_checks=enough_digits, class_names=DIGITS)

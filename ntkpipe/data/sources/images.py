@@ -20,6 +20,9 @@ from ntkpipe.data.images import grayscale, resize
 from ntkpipe.data.sources.base import Classes, DataOptions, Gamma, ImageSize, Source, whiten
 from ntkpipe.strict import Strict
 
+DIGITS = tuple(f"digit {k}" for k in range(10))
+"""The class names of the digit sources (``digits``, ``mnist``): class k is the digit k."""
+
 Split = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """Train images, train labels, test images, test labels: (n, H, W, C) float64 in [0, 1] and (n,) int."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ntkpipe.data.files.mnist import FORMAT
 from ntkpipe.data.sources.base import DataPath
-from ntkpipe.data.sources.images import ImageOptions, files_split, image_source
+from ntkpipe.data.sources.images import DIGITS, ImageOptions, files_split, image_source
 
 
 class MnistOptions(ImageOptions):
@@ -15,4 +15,5 @@ class MnistOptions(ImageOptions):
 
 
 SOURCE = image_source("mnist", MnistOptions, FORMAT.image, FORMAT.classes, files_split(FORMAT),
-                      example={"n_train": 8, "n_test": 4, "image_size": 8}, files=FORMAT)
+                      example={"n_train": 8, "n_test": 4, "image_size": 8}, files=FORMAT,
+                      class_names=DIGITS)
