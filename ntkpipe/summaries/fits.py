@@ -27,7 +27,7 @@ class FitOptions(SummaryOptions):
     x: str = Field(description="the sweep axis the law is in")
     y: str = Field(description="the scalar variable fitted")
     x_range: list[float] | None = Field(
-        None, min_length=2, max_length=2, exclude_if=lambda v: v is None,
+        default=None, min_length=2, max_length=2, exclude_if=lambda v: v is None,
         description="[lo, hi]: fit only the runs with lo ≤ x ≤ hi (a local exponent over part of the sweep); none: all runs")
 
 
