@@ -257,6 +257,24 @@ def test_a_claim_is_checked_against_the_variants_it_names(tmp_path):
     assert "claims.4.quantity.where.sigma: sigma=0.05 is not in the sweep" in str(err.value)
 
 
+def test_a_claim_of_another_variant_may_name_its_figures_and_variables(tmp_path):
+    """A default-only claim on a measurement the paper variant drops, shown in a figure the paper variant
+    drops, validates in both variants; judged in the paper variant it would not."""
+    default_only = PAPER_CLAIM.replace("paper_only", "default_only").replace("[paper]", "[default]").replace(
+        "{variable: t_half, where: {sigma: 0.05}}", "{variable: alignment}") + "    figures: [alignment]\n"
+    study = STUDY.replace("figures:\n", "figures:\n  - {name: alignment, kind: time_series, variables: [alignment]}\n")
+    path = tmp_path / "study.yaml"
+    paper = "variants:\n  paper:\n    measure: [loss, first_layer_alignment, t_half, t_align, t_half_theory]\n" \
+            "    figures:\n      - {name: t_half, kind: sweep, x: sigma, y: t_half, theory: t_half_theory, logx: true, logy: true}\n"
+    path.write_text(study + default_only + paper)
+    assert load_study(path).spec.claims[-1].name == "default_only"
+    assert load_study(path, "paper").spec.claims[-1].figures == ["alignment"]
+    path.write_text(study + default_only.replace("[default]", "[paper]") + paper)
+    with pytest.raises(SpecError) as err:
+        load_study(path, "paper")
+    assert "claims.4.figures.0: figure 'alignment' is not a figure of this study" in str(err.value)
+
+
 def test_the_shipped_form_validates(tmp_path):
     path = tmp_path / "study.yaml"
     path.write_text(STUDY)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ntkpipe.jobs import aggregate_study
+from ntkpipe.measure.layers import gram_alignment, layer_alignment
 from ntkpipe.stages import run_context
 from ntkpipe.store import read_store
 from tests.conftest import run_study_jobs
@@ -70,7 +71,7 @@ train:
   dtype: float64
   steps: 100
   checkpoints: {per_decade: 5}
-measure: [loss, weight_norm]
+measure: [loss, weight_norm, readout_alignment]
 sweep: {init: [gaussian, mirrored]}
 """
 
@@ -461,6 +462,32 @@ def test_weight_norm_sums_the_layer_norms(mirrored):
         assert float(ds["weight_norm_init"]) == pytest.approx(_layer_norm_sum(initial_layers(ctx)), rel=1e-12)
         assert float(ds["weight_norm"]) == pytest.approx(_layer_norm_sum(final_layers(ctx, ds)), rel=1e-12)
         assert float(ds["weight_norm"]) != pytest.approx(float(ds["weight_norm_init"]), rel=1e-3)  # it trained
+
+
+def _gram_cos(a: np.ndarray, b: np.ndarray) -> float:
+    """cos(AᵀA, BBᵀ) by the flattened Grams' dot product."""
+    g, h = (a.T @ a).ravel(), (b @ b.T).ravel()
+    return float(g @ h / np.sqrt((g @ g) * (h @ h)))
+
+
+@pytest.mark.computes("readout_alignment")
+def test_readout_alignment_is_the_gram_cosine_of_the_top_two_layers(mirrored):
+    """cos(W_LᵀW_L, W_{L−1}W_{L−1}ᵀ) of the readout and the layer below, at init and after training, against
+    numpy on the stored weights; with one input dimension it is the solvable model's cos²θ, 1 for balanced
+    rank-one layers and unchanged by rescaling a layer."""
+    for ctx, ds in mirrored.values():
+        (w, _), (u, _) = initial_layers(ctx)[-2:]
+        assert float(ds["readout_alignment_init"]) == pytest.approx(_gram_cos(u, w), rel=1e-10)
+        (w, _), (u, _) = final_layers(ctx, ds)[-2:]
+        assert float(ds["readout_alignment"]) == pytest.approx(_gram_cos(u, w), rel=1e-10)
+    rng = np.random.default_rng(0)
+    u, w = rng.standard_normal(7), rng.standard_normal(7)
+    cos = layer_alignment(w[:, None], u, np.ones(1))[0]
+    assert gram_alignment(u[None, :], w[:, None]) == pytest.approx(cos**2, rel=1e-12)
+    a, b, c = rng.standard_normal(3), rng.standard_normal(7), rng.standard_normal(5)
+    assert gram_alignment(np.outer(a, b), np.outer(b, c)) == pytest.approx(1.0, rel=1e-12)
+    upper, lower = rng.standard_normal((3, 7)), rng.standard_normal((7, 5))
+    assert gram_alignment(10 * upper, 0.1 * lower) == pytest.approx(gram_alignment(upper, lower), rel=1e-12)
 
 
 @pytest.mark.computes("init:mirrored")

@@ -68,6 +68,19 @@ def test_fits_per_group_against_least_squares(layout):
     assert float(out["fit"].max()) < 0 and abs(float(np.ravel(out["fit"])[0]) + 1) < 0.2  # t½ ∝ σ^{−(L−1)} here
 
 
+@pytest.mark.parametrize("layout", [grid, runs])
+def test_fit_over_an_x_range_is_the_least_squares_of_those_runs(layout):
+    """With x_range [lo, hi] the exponent and its standard error are the normal equations' over the runs
+    with lo ≤ σ ≤ hi alone (depth 2: σ = 1, 2, 4 of 0.5…4); fewer than 3 such points give NaN (depth 3,
+    whose σ = 4 diverged)."""
+    out = compute("power_law", layout(), name="fit", x="sigma", y="t_half", by="depth", x_range=[1.0, 4.0])
+    slope, stderr = least_squares(np.log(np.array(SIGMA[1:])), np.log(T_HALF[0, 1:]))
+    got = out.sel(depth=2) if "depth" in out.dims else out.where(layout()["depth"] == 2, drop=True).isel(run=0)
+    np.testing.assert_allclose([float(got["fit"]), float(got["fit_stderr"])], [slope, stderr], rtol=1e-10)
+    other = out.sel(depth=3) if "depth" in out.dims else out.where(layout()["depth"] == 3, drop=True).isel(run=0)
+    assert np.isnan(float(other["fit"]))
+
+
 @pytest.mark.computes("summary:endpoints")
 def test_endpoints_table_is_the_first_and_last_finite_value():
     out = compute("endpoints", grid(), name="table", y="loss")["table"]
@@ -120,7 +133,9 @@ def test_each_kind_validates_its_own_keys(tmp_path):
         "line 7: summaries.0.kind: unknown summary kind 'power_lw' (did you mean 'power_law'?); use one of "
         + ", ".join(SUMMARY_KINDS)]
     assert problems(tmp_path, "  - {name: slope, kind: power_law, x: sigma, y: t_half, stderrs: 2}") == [
-        "line 7: summaries.0.stderrs: unknown key for a 'power_law' summary (allowed: name, kind, x, y, by)"]
+        "line 7: summaries.0.stderrs: unknown key for a 'power_law' summary (allowed: name, kind, x, y, by, x_range)"]
+    assert problems(tmp_path, "  - {name: slope, kind: power_law, x: sigma, y: t_half, x_range: [2, 1]}") == [
+        "line 7: summaries.0.x_range: x_range [2, 1] is empty: give [lo, hi] with lo < hi"]
     assert problems(tmp_path, "  - {name: slope, kind: endpoints, y: loss, x: sigma}") == [
         "line 7: summaries.0: an 'endpoints' summary takes only 'y' (a series)"]
     assert problems(tmp_path, "  - {name: slope, kind: log_law, x: sigma}") == [

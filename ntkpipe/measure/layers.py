@@ -28,6 +28,20 @@ def layer_alignment(w: np.ndarray, u: np.ndarray, n: np.ndarray) -> tuple[float,
     return float(u @ w) / (u_norm * w_norm), u_norm, w_norm
 
 
+def gram_alignment(upper: np.ndarray, lower: np.ndarray) -> float:
+    """cos(AᵀA, BBᵀ) = tr(AᵀA BBᵀ) / (‖AᵀA‖_F ‖BBᵀ‖_F) = ‖AB‖_F² / (‖AᵀA‖_F ‖BBᵀ‖_F) of a layer A =
+    ``upper`` (n_out, n) reading the n units that B = ``lower`` (n, n_in) writes, in float64.
+
+    The layer alignment of solvable-model Sec. 2.2 for any two adjacent layers: with A = uᵀ and B = w
+    (a two-layer net with one input dimension, W = w) it is (u·w)²/(|u|²|w|²) = cos²θ. It is 1 iff AᵀA ∝ BBᵀ (the
+    directions A reads are those B writes, as for balanced aligned layers) and near its random-matrix
+    value for independent Gaussian layers; it does not change when either layer is rescaled.
+    """
+    a, b = np.asarray(upper, np.float64), np.asarray(lower, np.float64)
+    ata, bbt = a.T @ a, b @ b.T
+    return float(np.sum(ata * bbt) / (np.linalg.norm(ata) * np.linalg.norm(bbt)))
+
+
 def layer_norm_sum(leaves: list, layers: Sequence[int], count: int) -> float:
     """Σ_ℓ ‖θ_ℓ‖₂ over ``count`` layers, ‖θ_ℓ‖₂² summing the squares of the arrays ``leaves`` whose
     layer index (``layers``) is ℓ; indices ≥ ``count`` add up in one more group."""

@@ -10,7 +10,7 @@ from jax.flatten_util import ravel_pytree
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.context import moving_network
 from ntkpipe.measure.crossing import first_crossing
-from ntkpipe.measure.layers import first_layer_alignment, layer_alignment, layer_norm_sum
+from ntkpipe.measure.layers import first_layer_alignment, gram_alignment, layer_alignment, layer_norm_sum
 from ntkpipe.measure.options import Option
 from ntkpipe.measure.record import MLP_ONLY, TIME_UNITS, Measurement, Variable, series
 from ntkpipe.measure.rotation import parameter_distances
@@ -31,6 +31,10 @@ def _layer_alignment(view, item) -> dict:
     cos, u_norm, w_norm = layer_alignment(_weight(view.model, 0), _weight(view.model, 1)[0],
                                           view.run.data.principal_direction)
     return {"layer_alignment": cos, "readout_norm": u_norm, "hidden_norm": w_norm}
+
+
+def _readout_alignment(model) -> float:
+    return gram_alignment(_weight(model, -1), _weight(model, -2))
 
 
 def _layer_norm_sum(model) -> float:
@@ -100,6 +104,19 @@ MEASUREMENTS = [
                           description="Σ_ℓ ‖θ_ℓ‖₂ over weight layers ℓ (weights and bias) at init (solvable-model Fig. 2)")),
                 lambda run, traj, item: {"weight_norm": _layer_norm_sum(traj.model),
                                          "weight_norm_init": _layer_norm_sum(run.model0)}),
+    Measurement("readout_alignment", "final", "cos(W_LᵀW_L, W_{L−1}W_{L−1}ᵀ) of the readout W_L and the layer "
+                "below it, after training and at init: the layer alignment cos²θ of solvable-model Sec. 2.2 for "
+                "any MLP (1: the readout reads the directions the layer below writes; Fig. 2: disalignment)",
+                (Variable("readout_alignment", "readout–hidden alignment cos(W_LᵀW_L, W_{L−1}W_{L−1}ᵀ)",
+                          description="tr(W_LᵀW_L W_{L−1}W_{L−1}ᵀ)/(‖W_LᵀW_L‖_F ‖W_{L−1}W_{L−1}ᵀ‖_F) after training: "
+                                      "cos²θ of solvable-model Sec. 2.2 for a two-layer net with one input dimension; a larger "
+                                      "init that learns by disalignment ends lower (Fig. 2)"),
+                 Variable("readout_alignment_init", "readout–hidden alignment at init",
+                          description="tr(W_LᵀW_L W_{L−1}W_{L−1}ᵀ)/(‖W_LᵀW_L‖_F ‖W_{L−1}W_{L−1}ᵀ‖_F) at init "
+                                      "(scale-free: the same for every σ of one draw)")),
+                lambda run, traj, item: {"readout_alignment": _readout_alignment(traj.model),
+                                         "readout_alignment_init": _readout_alignment(run.model0)},
+                req.hidden_layer, architectures=MLP_ONLY),
     Measurement("param_distance", "final", "‖θ_T − θ_0‖₂ and 1 − cos(θ_T, θ_0) over the trainable parameters "
                 "(linearized-networks Fig. 14)",
                 (Variable("param_distance", "‖θ_T − θ_0‖₂",

@@ -127,9 +127,10 @@ def variant_problems(claim, variants: list[str], where: tuple) -> list[Problem]:
 
 def claim_problems(spec: StudySpec, points: list[dict] | None, variant: str = "default",
                    variants: list[str] | None = None) -> list[Problem]:
-    """Names are unique; each claim names figures and variants of the study; the quantity and relation of a
-    claim judged in ``variant`` pass :class:`ClaimCheck` (a claim of another variant is checked when that
-    variant is loaded: its selection may name sweep values only that variant has)."""
+    """Names are unique; each claim names variants of the study; the figures, quantity and relation of a
+    claim judged in ``variant`` are the study's and pass :class:`ClaimCheck` (a claim of another variant is
+    checked when that variant is loaded: its selection may name sweep values, variables and figures only
+    that variant has)."""
     variables = dataset_variables(spec)
     names = [c.name for c in spec.claims]
     figures = [f.name for f in spec.figures]
@@ -138,10 +139,10 @@ def claim_problems(spec: StudySpec, points: list[dict] | None, variant: str = "d
         where = ("claims", i)
         if names.count(claim.name) > 1:
             out.append((where + ("name",), f"claim name {claim.name!r} is used twice"))
-        out += figure_problems(claim, figures, where)
         out += variant_problems(claim, variants or ["default"], where)
         if not judged_in(claim, variant):
             continue
+        out += figure_problems(claim, figures, where)
         check = ClaimCheck(claim, variables, points, where)
         relation = RELATIONS[claim.relation.kind]
         found = check.quantity(claim.quantity, ("quantity",), relation.along(claim.relation))

@@ -19,12 +19,16 @@ class FitOptions(SummaryOptions):
     """``power_law`` fits log y = a + b log x, ``log_law`` fits y = a + b ln x, over the runs' finite
     (positive) values, seeds pooled: ``x`` a sweep axis, ``y`` a scalar variable. The variable ``<name>``
     is the fitted exponent/slope b (NaN with fewer than 3 finite points), ``<name>_stderr`` its standard
-    error."""
+    error. ``x_range: [lo, hi]`` fits only the runs with lo ≤ x ≤ hi (a local exponent, e.g. before a
+    correction that grows with x takes over)."""
 
     kind: Literal["power_law", "log_law"]
     """the summary kind (this record\'s name)"""
     x: str = Field(description="the sweep axis the law is in")
     y: str = Field(description="the scalar variable fitted")
+    x_range: list[float] | None = Field(
+        default=None, min_length=2, max_length=2, exclude_if=lambda v: v is None,
+        description="[lo, hi]: fit only the runs with lo ≤ x ≤ hi (a local exponent over part of the sweep); none: all runs")
 
 
 def fit_variables(s: FitOptions, ds: xr.Dataset, study=None) -> xr.Dataset:
@@ -34,7 +38,10 @@ def fit_variables(s: FitOptions, ds: xr.Dataset, study=None) -> xr.Dataset:
 
     def one(sub: xr.Dataset) -> tuple[float, float]:
         x = np.broadcast_to(sub[s.x].values.reshape([-1 if d == s.x else 1 for d in sub[s.y].dims]), sub[s.y].shape)
-        slope, _, stderr = fit(x, sub[s.y].values)
+        y = sub[s.y].values
+        if s.x_range is not None:
+            y = np.where((x >= s.x_range[0]) & (x <= s.x_range[1]), y, np.nan)
+        slope, _, stderr = fit(x, y)
         return slope, stderr
 
     values = [one(sub_grid(ds, dict(zip(by, key)))) for key in group_keys(ds, by)]
@@ -50,15 +57,19 @@ def fit_text(s: FitOptions) -> str:
 def fit_attrs(s: FitOptions, study) -> dict[str, dict[str, str]]:
     what = "power-law exponent" if s.kind == "power_law" else "log-law slope"
     fit, by = fit_text(s), per_group(s.by_axes)
+    within = f" with {s.x_range[0]:g} ≤ {s.x} ≤ {s.x_range[1]:g}" if s.x_range is not None else ""
     return {s.name: {"long_name": f"{what} of {variable_label(s.y)} in {axis_label(study.axis_keys.get(s.x, s.x))}",
                      "description": f"b of the least-squares fit {fit} over the runs' finite positive values "
-                                    f"(seeds pooled){by}"},
+                                    f"(seeds pooled){within}{by}"},
             f"{s.name}_stderr": {"long_name": f"standard error of the {what} {s.name}",
                                  "description": f"standard error of b in {fit}{by}"}}
 
 
 def fit_problems(s: FitOptions, check) -> list:
-    return check.axis(s.x, ("x",), "x") + check.variable(s.y, ("scalar",), ("y",))
+    out = check.axis(s.x, ("x",), "x") + check.variable(s.y, ("scalar",), ("y",))
+    if s.x_range is not None and not s.x_range[0] < s.x_range[1]:
+        out += check.problem(("x_range",), f"x_range [{s.x_range[0]:g}, {s.x_range[1]:g}] is empty: give [lo, hi] with lo < hi")
+    return out
 
 
 KINDS = [SummaryKind(kind, FitOptions, fit_variables, fit_attrs, fit_problems) for kind in ("power_law", "log_law")]
