@@ -397,3 +397,48 @@ def test_multioutput_final_gram_of_trained_net(depth, sigma, t_max):
     gram, theory = _ntk_gram(net, x), final_kernel.multioutput_final_gram(x, y, depth)
     assert np.linalg.norm(gram - theory) / np.linalg.norm(theory) < sigma
     assert final_kernel.multioutput_final_alignment(x, y, depth) == pytest.approx(kernel_alignment(gram, y), abs=1e-4)
+
+
+def test_relu_final_gram_is_the_ntk_of_the_collapsed_relu_net():
+    """A bias-free two-layer ReLU net whose units lie on ±β, balanced (|a_i| = |w_i|, a_i w_i ∥ β) with
+    Σ₊|w_i|² = Σ₋|w_i|² = s, computes sβᵀx; its NTK by autodiff is s·1(zz' > 0)(zz' + xᵀx'), z = βᵀx
+    (docs/papers.md §3.8), to round-off, and its alignment lies below the linear net's (Eq. 63)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, 5))
+    beta = rng.standard_normal(5)
+    beta /= np.linalg.norm(beta)
+    s, width = 1.7, 6
+    shares = rng.dirichlet(np.ones(width // 2), size=2).ravel()  # each side's |w_i|² sum to s
+    norms = np.sqrt(s * shares)
+    signs = np.repeat([1.0, -1.0], width // 2)
+    model = MLP(5, width, 2, 1, activation="relu", sigma=1.0, dtype=jnp.float64, key=jax.random.key(0))
+    model = _with_weights(model, [np.outer(signs * norms, beta), (signs * norms)[None, :]])
+    f = np.asarray(jax.vmap(model)(jnp.asarray(x)), np.float64)[:, 0]
+    np.testing.assert_allclose(f, s * x @ beta, atol=1e-12)
+    gram = _ntk_gram(model, x)
+    theory = final_kernel.relu_final_gram(x, beta, s)
+    np.testing.assert_allclose(theory, gram, rtol=1e-10, atol=1e-10 * np.abs(gram).max())
+    y = s * x @ beta
+    linear = x @ final_kernel.final_ntk_matrix(beta, s, 2) @ x.T
+    assert kernel_alignment(theory, y) < kernel_alignment(linear, y)
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_min_norm_error_theory_is_the_rms_of_the_frozen_part(depth):
+    """For a fixed first layer W₁ and unit rows r drawn uniformly, E|rᵀW₁P⊥|² = ‖W₁P⊥‖²_F/N (Monte
+    Carlo, 20,000 draws), so |w_min|^{(L−1)/L}·that RMS over |w_min| is min_norm_error_theory; for
+    W ~ N(0, σ²/D) it is ≈ σ√((D − P)/D)/|w_min|^{1/L}."""
+    rng = np.random.default_rng(depth)
+    p, d, n, sigma = 8, 20, 30, 0.05
+    x = rng.standard_normal((p, d))
+    y = rng.standard_normal(p)
+    w1 = sigma / np.sqrt(d) * rng.standard_normal((n, d))
+    w_min = final_kernel.min_norm_interpolant(x, y)
+    theory = final_kernel.min_norm_error_theory(w1, x, w_min, depth)
+    off_span = np.eye(d) - np.linalg.pinv(x) @ x
+    r = rng.standard_normal((20_000, n))
+    r /= np.linalg.norm(r, axis=1, keepdims=True)
+    rms = np.sqrt(np.mean(np.sum((r @ w1 @ off_span) ** 2, axis=1)))
+    norm = np.linalg.norm(w_min)
+    assert theory == pytest.approx(norm ** ((depth - 1) / depth) * rms / norm, rel=0.02)
+    assert theory == pytest.approx(sigma * np.sqrt((d - p) / d) / norm ** (1 / depth), rel=0.15)

@@ -1,4 +1,4 @@
-"""Times at which a recorded series first crosses a level (t½, t_align)."""
+"""Times at which a recorded series first crosses a level (t½, t_align, the rise of A(t) and of ‖K‖)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,17 @@ def half_loss_time(times: np.ndarray, loss: np.ndarray) -> float:
     """t½: first time the training loss reaches half its initial value (silent-alignment Fig. 3a)."""
     return first_crossing(times, loss, 0.5 * float(loss[0]), downward=True)
 
+
+
+def rise_time(times: np.ndarray, values: np.ndarray, fraction: float) -> float:
+    """First t where ``values`` has covered ``fraction`` of its change from its first to its last finite
+    value, v(0) + fraction·(v_end − v(0)), interpolated between checkpoints; NaN if it does not change."""
+    values = np.asarray(values, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    if finite.size < 2 or finite[-1] == finite[0]:
+        return float("nan")
+    level = finite[0] + fraction * (finite[-1] - finite[0])
+    return first_crossing(times, values, level, downward=bool(finite[-1] < finite[0]))
 
 
 def variation_after(times: np.ndarray, values: np.ndarray, t0: float) -> float:

@@ -10,11 +10,12 @@ from ntkpipe.data.dataset import output_count
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.context import ModelView
-from ntkpipe.measure.crossing import half_loss_time, variation_after
+from ntkpipe.measure.crossing import first_crossing, half_loss_time, rise_time, variation_after
 from ntkpipe.measure.kernel_regression import kernel_predictions
 from ntkpipe.measure.options import Option
 from ntkpipe.measure.record import (
     EVERY,
+    TIME_UNITS,
     WITH_READOUT,
     Measurement,
     Variable,
@@ -45,6 +46,18 @@ _KSM_DIMS = ("output", "target")
 def _alignment_after_half(run, traj, item) -> dict:
     t_half = half_loss_time(traj.time, traj.series["loss"])
     return {"alignment_after_half": variation_after(traj.time, traj.series["alignment"], t_half)}
+
+
+def _alignment_growth_times(run, traj, item) -> dict:
+    """t_A: A(t) has covered the fraction ``rise`` of its change; t_K: ‖K‖ first reaches the fraction
+    ``level`` of its last finite value; their ratio t_K / t_A (NaN unless both are positive)."""
+    t, norm = traj.time, np.asarray(traj.series["kernel_norm"], np.float64)
+    t_rise = rise_time(t, traj.series["alignment"], item.options["rise"])
+    finite = norm[np.isfinite(norm)]
+    t_growth = first_crossing(t, norm, item.options["level"] * float(finite[-1]), downward=False) if finite.size \
+        else float("nan")
+    ratio = t_growth / t_rise if t_rise > 0 and t_growth > 0 else float("nan")
+    return {"t_alignment_rise": t_rise, "t_kernel_growth": t_growth, "growth_over_alignment": ratio}
 
 
 def _input_spectrum(run, traj, item) -> dict:
@@ -144,6 +157,22 @@ MEASUREMENTS = [
                 "when the kernel aligned silently before the loss fell (silent-alignment Fig. 4)",
                 (Variable("alignment_after_half", "share of alignment change after t½"),),
                 _alignment_after_half, depends_on=("loss", "alignment"), kernel_models=True),
+    Measurement("alignment_growth_times", "final", "t_A, when A(t) has covered the fraction rise of its change, "
+                "t_K, when ‖K‖ first reaches the fraction level of its final value, and t_K / t_A: the kernel aligns "
+                "while it is small, then grows (silent-alignment Sec. 3: t_K ∝ log(s/σ²) for two layers, t_A does "
+                "not depend on σ; docs/papers.md §3.9)",
+                (Variable("t_alignment_rise", "t_A (A(t) at 90 % of its rise)", units=TIME_UNITS,
+                          description="first t at which A(t) = A(0) + rise·(A_end − A(0)), interpolated between "
+                                      "checkpoints (rise 0.9 by default)"),
+                 Variable("t_kernel_growth", "t_K (‖K‖ at 10 % of its final value)", units=TIME_UNITS,
+                          description="first t at which ‖K(t)‖_F = level·‖K_end‖_F, interpolated between checkpoints "
+                                      "(level 0.1 by default)"),
+                 Variable("growth_over_alignment", "t_K / t_A",
+                          description="t_K / t_A: how long after the kernel aligned it grows; grows like log(s/σ²) "
+                                      "for a two-layer net from small init (silent-alignment Sec. 3)")),
+                _alignment_growth_times, depends_on=("alignment", "kernel_norm"), kernel_models=True,
+                options=(Option("rise", float, 0.9, "fraction of the change of A(t) reached at t_A", 0.0, 1.0),
+                         Option("level", float, 0.1, "fraction of the final ‖K‖ reached at t_K", 0.0, 1.0))),
     Measurement("alignment_init", "final", "α(φ_j) = ‖Σ_x φ_j(x) ∇θ f(x)‖² at init over train ∪ test, from the "
                 "Jacobian (linearized-networks Lemma 1)",
                 (Variable("alignment_init", "α(φ_j)"),),

@@ -148,6 +148,17 @@ def relu_two_layer_theory(run: RunSpec) -> str | None:
     ]) or needs_scalar_output(run)
 
 
+def relu_linear_teacher_theory(run: RunSpec) -> str | None:
+    """The final NTK of a two-layer ReLU net from small init on a linear teacher (docs/papers.md §3.8):
+    bias-free, standard parameterization, gradient flow on whitened inputs with one linear teacher."""
+    return _missing(_gradient_flow_checks(run) + [
+        (_mlp(run).depth == 2, "model.depth 2"),
+        (run.model.activation == "relu", "model.activation 'relu'"),
+        (run.data.source == "linear_teacher" and run.data.inputs == "gaussian",
+         "a linear teacher on Gaussian inputs (data.source 'linear_teacher', inputs 'gaussian')"),
+    ]) or needs_scalar_output(run)
+
+
 def solvable_model(run: RunSpec) -> str | None:
     """The solvable two-layer linear model f = κuᵀWx on data on a line (solvable-model Sec. 2)."""
     return _missing([

@@ -10,6 +10,7 @@ import numpy as np
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.context import ModelView, moving_network
 from ntkpipe.measure.record import MLP_ONLY, TIME_UNITS, Measurement, Variable, series, train_gram
+from ntkpipe.ntk.kernel_stats import kernel_alignment
 from ntkpipe.theory import deep_linear, final_kernel, two_layer
 
 GRAM_DIMS = ("train_point", "train_point_nu")
@@ -84,6 +85,20 @@ def _alignment_theory(run, traj, item) -> dict:
     beta, s = run.teacher
     m = final_kernel.final_ntk_matrix(beta, s, run.spec.model.depth)
     return {"alignment_theory": final_kernel.kernel_alignment_of_matrix(m, run.data.flat_train, run.data.y_train)}
+
+
+def _relu_alignment_theory(run, traj, item) -> dict:
+    beta, s = run.teacher
+    gram = final_kernel.relu_final_gram(run.data.flat_train, beta, s)
+    return {"relu_alignment_theory": kernel_alignment(gram, run.data.y_train[:, 0])}
+
+
+def _min_norm_theory(run, traj, item) -> dict:
+    x, y = run.data.flat_train, run.data.y_train[:, 0]
+    net = moving_network(run.model0)
+    first = float(net.multipliers[0]) * np.asarray(net.weights[0], np.float64)
+    return {"min_norm_relerr_theory": final_kernel.min_norm_error_theory(
+        first, x, final_kernel.min_norm_interpolant(x, y), run.spec.model.depth)}
 
 
 def _mode_strength_theory(run, traj, item) -> dict:
@@ -167,6 +182,25 @@ MEASUREMENTS = [
                 assumptions="a deep linear net trained to convergence from small init (activation linear); computed "
                             "for every one-output MLP run, NaN for several outputs; compare only where it applies",
                 gram_points=train_gram),
+    Measurement("relu_alignment_theory", "final", "final alignment A(K∞, y) of a two-layer ReLU net on a linear "
+                "teacher, K∞ = s 1(zz' > 0)(zz' + xᵀx'), z = βᵀx (docs/papers.md §3.8; silent-alignment Fig. 1a)",
+                (Variable("relu_alignment_theory", "final alignment (two-layer ReLU theory)", theory_of="alignment"),),
+                _relu_alignment_theory, req.relu_linear_teacher_theory, architectures=MLP_ONLY, where_applicable=True,
+                assumptions="two-layer bias-free ReLU net (depth 2, activation relu) on one linear teacher with "
+                            f"Gaussian inputs, {_GRADIENT_FLOW}, trained to convergence from small init; NaN otherwise",
+                gram_points=train_gram),
+    Measurement("min_norm_theory", "final", "expected |w − w_min| / |w_min| = ‖W₁(0)P⊥‖_F / (√N |w_min|^{1/L}) of a "
+                "depth-L linear net at convergence from small init: the part of W₁ frozen off the data's span "
+                "(docs/papers.md §3.7; silent-alignment App. E.2, G.1)",
+                (Variable("min_norm_relerr_theory", "|w − w_min| / |w_min| (theory, O(σ))", theory_of="min_norm_relerr",
+                          description="‖W₁(0)P⊥‖_F / (√N |w_min|^{1/L}), P⊥ the projector off the training inputs' "
+                                      "row space: σ√((D − rank X)/D)/|w_min|^{1/L} for W ~ N(0, σ²/D); linear in σ "
+                                      "at every depth (docs/papers.md §3.7)"),),
+                _min_norm_theory, req.final_ntk_theory, architectures=MLP_ONLY, where_applicable=True,
+                assumptions="deep linear net (activation linear, no bias, depth ≥ 2, standard parameterization, "
+                            "model.kind network, one output) trained to convergence from small init, so that its map is "
+                            "X⁺y on the inputs' row space (the min-norm interpolant where one exists, D ≥ P); NaN "
+                            "otherwise"),
     Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories, targets s_k and the final "
                 "alignment with C outputs (silent-alignment App. H, Fig. H.1)",
                 (series("mode_strength_theory", "mode strength (theory)", "mode", theory_of="mode_strength",

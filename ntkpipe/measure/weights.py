@@ -9,13 +9,15 @@ from jax.flatten_util import ravel_pytree
 
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.context import moving_network
-from ntkpipe.measure.crossing import first_crossing
+from ntkpipe.measure.crossing import first_crossing, half_loss_time
 from ntkpipe.measure.layers import first_layer_alignment, gram_alignment, layer_alignment, layer_norm_sum
 from ntkpipe.measure.options import Option
 from ntkpipe.measure.record import MLP_ONLY, TIME_UNITS, Measurement, Variable, series
 from ntkpipe.measure.rotation import parameter_distances
 from ntkpipe.models import layer_components, trainable
 from ntkpipe.theory import final_kernel, two_layer
+
+_THRESHOLD = Option("threshold", float, 0.5, "level of cos(W₁ᵀW₁, ββᵀ)", -1.0, 1.0)
 
 
 def _weight(model, layer: int) -> np.ndarray:
@@ -48,6 +50,14 @@ def _param_distance(run, traj, item) -> dict:
     theta_init, _ = ravel_pytree(trainable(run.model0)[0])
     distance, cosine_distance = parameter_distances(theta_final, theta_init)
     return {"param_distance": distance, "param_cosine_distance": cosine_distance}
+
+
+def _alignment_lead(run, traj, item) -> dict:
+    """t½ / t_align, NaN unless t_align > 0 (a first layer aligned at init has no lead to measure)."""
+    t_align = first_crossing(traj.time, traj.series["first_layer_alignment"], item.options["threshold"],
+                             downward=False)
+    t_half = half_loss_time(traj.time, traj.series["loss"])
+    return {"alignment_lead": t_half / t_align if t_align > 0 else float("nan")}
 
 
 def _min_norm_error(run, traj, item) -> dict:
@@ -90,7 +100,14 @@ MEASUREMENTS = [
                 lambda run, traj, item: {"t_align": first_crossing(
                     traj.time, traj.series["first_layer_alignment"], item.options["threshold"], downward=False)},
                 depends_on=("first_layer_alignment",),
-                options=(Option("threshold", float, 0.5, "level of cos(W₁ᵀW₁, ββᵀ)", -1.0, 1.0),)),
+                options=(_THRESHOLD,)),
+    Measurement("alignment_lead", "final", "t½ / t_align: how far ahead of the loss drop the first layer aligns "
+                "(> 1: alignment first, silent-alignment Fig. 3c; t_align at the threshold option)",
+                (Variable("alignment_lead", "t½ / t_align",
+                          description="t½ over t_align, the first times the loss reaches half its initial value and "
+                                      "cos(W₁ᵀW₁, ββᵀ) the threshold (silent-alignment Fig. 3c, E.1c)"),),
+                _alignment_lead,
+                depends_on=("first_layer_alignment", "loss"), architectures=MLP_ONLY, options=(_THRESHOLD,)),
     Measurement("min_norm_error", "final", "|w − w_min| / |w_min|: distance of the learned linear map w from the "
                 "min-norm interpolant w_min = X(XᵀX)⁻¹y (silent-alignment App. E.3)",
                 (Variable("min_norm_relerr", "|w − w_min| / |w_min|"),), _min_norm_error, req.linear_network,

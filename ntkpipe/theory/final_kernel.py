@@ -119,6 +119,43 @@ def min_norm_interpolant(x, y) -> np.ndarray:
     return np.linalg.lstsq(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64), rcond=None)[0]
 
 
+def min_norm_error_theory(first_layer, x, w_min, depth: int) -> float:
+    """The expected |w − w_min| / |w_min| of a depth-L linear net trained to convergence from small init
+    (docs/papers.md §3.7): ‖W₁(0)P⊥‖_F / (√N |w_min|^{1/L}), linear in σ at every depth.
+
+    Every gradient of the first layer is δ xᵀ with x in the row space of X, so W₁P⊥ (P⊥ the projector
+    onto the null space of the (P, D) inputs ``x``) keeps its initial value under gradient flow and
+    GD alike, and the learned map is w = w_min + W_{L:2}W₁(0)P⊥ once the net interpolates. The layers
+    end balanced (silent-alignment App. E.2), so the product W_{L:2} = W_L⋯W_2 is a row of norm
+    |w_min|^{(L−1)/L} along a direction r independent of W₁(0)P⊥ (Gaussian entries along orthogonal
+    directions are independent), and E|rᵀW₁(0)P⊥|² = ‖W₁(0)P⊥‖²_F / N for r uniform on the N-sphere.
+    ``first_layer`` is the (N, D) first weight matrix at init with its multiplier; ``w_min`` the
+    min-norm interpolant (``min_norm_interpolant``). For W ~ N(0, σ²/D) the value is
+    σ √((D − rank X)/D) / |w_min|^{1/L}."""
+    x = np.asarray(x, dtype=np.float64)
+    w1 = np.asarray(first_layer, dtype=np.float64)
+    off_span = np.eye(x.shape[1]) - np.linalg.pinv(x) @ x
+    norm = float(np.linalg.norm(w_min))
+    return float(np.linalg.norm(w1 @ off_span) / np.sqrt(w1.shape[0]) / norm ** (1.0 / depth))
+
+
+def relu_final_gram(x, beta, s: float) -> np.ndarray:
+    """The (P, P) final NTK Gram of a bias-free two-layer ReLU net f = Σ_i a_i relu(w_iᵀx) trained from
+    small init on a linear teacher y = s βᵀx (docs/papers.md §3.8, derived by ntkpipe):
+
+        K∞(x, x') = s · 1(z z' > 0) (z z' + xᵀx'),   z = βᵀx,
+
+    the two-layer linear net's s(z z' + xᵀx') (Eq. 63, L = 2) masked to the pairs on the same side of
+    the hyperplane βᵀx = 0. From small init each unit turns to w_i ∥ sign(a_i) β (the early-phase drift
+    E[y x 1(wᵀx > 0)] ∝ β of symmetric, whitened inputs), so f = A₊ relu(z) − A₋ relu(−z) with
+    A₊ = A₋ = s to fit the odd target, and balanced units |a_i| = |w_i| give Σ₊|w_i|² = Σ₋|w_i|² = s:
+    the readout adds s[relu(z)relu(z') + relu(−z)relu(−z')] and the first layer s 1(z z' > 0) xᵀx'."""
+    x = np.asarray(x, dtype=np.float64)
+    z = x @ _unit(beta)
+    same_side = np.outer(z, z) > 0
+    return s * np.where(same_side, np.outer(z, z) + x @ x.T, 0.0)
+
+
 def target_modes(x, targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SVD of the input-output correlation Σ_yx = Yᵀx/P = Σ_k s_k u_k v_kᵀ (Saxe et al. 2014), over
     its K nonzero modes (numerical rank, as ``np.linalg.matrix_rank``).
