@@ -41,15 +41,13 @@ def _layer_norm_sum(model) -> float:
 
 def _param_distance(run, traj, item) -> dict:
     theta_final, _ = ravel_pytree(trainable(traj.model)[0])
-    theta_init, _ = ravel_pytree(trainable(run.model0)[0])
-    distance, cosine_distance = parameter_distances(theta_final, theta_init)
+    distance, cosine_distance = parameter_distances(theta_final, run.theta0)
     return {"param_distance": distance, "param_cosine_distance": cosine_distance}
 
 
 def _param_distance_path(view, item) -> dict:
     theta, _ = ravel_pytree(trainable(view.model)[0])
-    theta_init, _ = ravel_pytree(trainable(view.run.model0)[0])
-    distance, cosine_distance = parameter_distances(theta, theta_init)
+    distance, cosine_distance = parameter_distances(theta, view.run.theta0)
     return {"param_distance_t": distance, "param_cosine_distance_t": cosine_distance}
 
 
