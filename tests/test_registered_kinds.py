@@ -25,8 +25,8 @@ train:
   dtype: float64
   checkpoints: {spacing: linear, count: 5}
 measure: [loss, test_loss, train_accuracy, test_accuracy, kernel_norm, alignment, param_distance,
-          relative_kernel_change, {name: steps_to_threshold, threshold: 0.2},
-          {name: energy_concentration, top_k: 3, subset: 10}]
+          relative_kernel_change, {name: steps_to_threshold, threshold: 0.2}, param_distance_path,
+          {name: distance_at_threshold, threshold: 0.2}, {name: energy_concentration, top_k: 3, subset: 10}]
 sweep:
   cases:
     training:
@@ -163,6 +163,40 @@ def test_parameter_distance_and_steps_to_threshold(classify):
         assert k > 0, name
         expected = steps[k - 1] + (0.2 - loss[k - 1]) * (steps[k] - steps[k - 1]) / (loss[k] - loss[k - 1])
         assert float(ds["steps_to_threshold"]) == pytest.approx(expected, rel=1e-12), name
+
+
+@pytest.mark.computes("param_distance_path", "distance_at_threshold")
+def test_distance_path_and_distance_at_the_loss_threshold(classify, tmp_path):
+    """‖θ_t − θ_0‖ and 1 − cos(θ_t, θ_0) at every checkpoint: 0 at init, the flat weights' numpy values at
+    the end, and at step 8 of the 20-step full-batch Adam run the final distances of the same run
+    stopped at step 8 (constant rate: its first 8 steps are the longer run's); at the loss threshold 0.2
+    both series read linearly at the numpy crossing step."""
+    for name, (ctx, ds) in classify.items():
+        theta0 = np.concatenate([w.ravel() for w, _ in initial_layers(ctx)])
+        theta = np.concatenate([w.ravel() for w, _ in final_layers(ctx, ds)])
+        path, cosine_path = ds["param_distance_t"].values, ds["param_cosine_distance_t"].values
+        assert path[0] == 0.0 and abs(cosine_path[0]) < 1e-12, name
+        assert path[-1] == pytest.approx(np.linalg.norm(theta - theta0), rel=1e-9), name
+        cosine = theta @ theta0 / (np.linalg.norm(theta) * np.linalg.norm(theta0))
+        assert cosine_path[-1] == pytest.approx(1 - cosine, rel=1e-6), name
+        steps, loss = ds["step"].values.astype(float), ds["loss"].values
+        k = int(np.argmax(loss <= 0.2))
+        assert k > 0, name
+        step = steps[k - 1] + (0.2 - loss[k - 1]) * (steps[k] - steps[k - 1]) / (loss[k] - loss[k - 1])
+        w = (step - steps[k - 1]) / (steps[k] - steps[k - 1])
+        for at, series in (("distance_at_threshold", path), ("cosine_distance_at_threshold", cosine_path)):
+            expected = (1 - w) * series[k - 1] + w * series[k]
+            assert float(ds[at]) == pytest.approx(expected, rel=1e-12), (name, at)
+    _, adam = classify["mse"]
+    assert list(adam["step"].values) == [0, 4, 8, 12, 16, 20]
+    short = CLASSIFY.replace("steps: 20}}", "steps: 8}}")
+    assert short != CLASSIFY
+    _, runs = study_runs(short, tmp_path)
+    ((_, stopped),) = [(c, d) for c, d in runs if c.spec.train.loss == "mse"]
+    assert int(stopped["step"].values[-1]) == 8
+    assert float(adam["param_distance_t"][2]) == pytest.approx(float(stopped["param_distance"]), rel=1e-9)
+    assert float(adam["param_cosine_distance_t"][2]) == pytest.approx(float(stopped["param_cosine_distance"]),
+                                                                       rel=1e-6)
 
 
 @pytest.mark.computes("traced_alignment", "kernel_components", "kernel_specialization", "component_growth",

@@ -47,8 +47,7 @@ def _layer_norm_sum(model) -> float:
 
 def _param_distance(run, traj, item) -> dict:
     theta_final, _ = ravel_pytree(trainable(traj.model)[0])
-    theta_init, _ = ravel_pytree(trainable(run.model0)[0])
-    distance, cosine_distance = parameter_distances(theta_final, theta_init)
+    distance, cosine_distance = parameter_distances(theta_final, run.theta0)
     return {"param_distance": distance, "param_cosine_distance": cosine_distance}
 
 
@@ -58,6 +57,23 @@ def _alignment_lead(run, traj, item) -> dict:
                              downward=False)
     t_half = half_loss_time(traj.time, traj.series["loss"])
     return {"alignment_lead": t_half / t_align if t_align > 0 else float("nan")}
+
+
+def _param_distance_path(view, item) -> dict:
+    theta, _ = ravel_pytree(trainable(view.model)[0])
+    distance, cosine_distance = parameter_distances(theta, view.run.theta0)
+    return {"param_distance_t": distance, "param_cosine_distance_t": cosine_distance}
+
+
+def _distance_at_threshold(run, traj, item) -> dict:
+    steps = np.asarray(traj.steps, np.float64)
+    step = first_crossing(steps, traj.series["loss"], item.options["threshold"], downward=True)
+    at = {}
+    for name, source in (("distance_at_threshold", "param_distance_t"),
+                         ("cosine_distance_at_threshold", "param_cosine_distance_t")):
+        at[name] = float(np.interp(step, steps, np.asarray(traj.series[source], np.float64))) \
+            if np.isfinite(step) else float("nan")
+    return at
 
 
 def _min_norm_error(run, traj, item) -> dict:
@@ -142,4 +158,23 @@ MEASUREMENTS = [
                  Variable("param_cosine_distance", "1 − cos(θ_T, θ_0)",
                           description="1 − θ_T·θ_0/(‖θ_T‖‖θ_0‖) over the trainable parameters "
                                       "(linearized-networks Fig. 14)")), _param_distance),
+    Measurement("param_distance_path", "checkpoint", "‖θ_t − θ_0‖₂ and 1 − cos(θ_t, θ_0) over the trainable "
+                "parameters at every checkpoint t (linearized-networks Fig. 14)",
+                (series("param_distance_t", "‖θ_t − θ_0‖₂",
+                        description="‖θ_t − θ_0‖₂ over the trainable parameters at checkpoint t (a linearization's "
+                                    "θ_0 is its origin; linearized-networks Fig. 14)"),
+                 series("param_cosine_distance_t", "1 − cos(θ_t, θ_0)",
+                        description="1 − θ_t·θ_0/(‖θ_t‖‖θ_0‖) over the trainable parameters at checkpoint t "
+                                    "(linearized-networks Fig. 14)")), _param_distance_path),
+    Measurement("distance_at_threshold", "final", "‖θ_t* − θ_0‖₂ and 1 − cos(θ_t*, θ_0) at the first step t* at which "
+                "the training loss reaches the threshold (t* and the distances linear between checkpoints; NaN if "
+                "never): the distance travelled to fit a task to one loss (linearized-networks Fig. 14: loss 0.01)",
+                (Variable("distance_at_threshold", "‖θ_t* − θ_0‖₂ at the loss threshold",
+                          description="‖θ_t* − θ_0‖₂, t* the first step at which the training loss reaches the "
+                                      "threshold, interpolated between checkpoints (linearized-networks Fig. 14)"),
+                 Variable("cosine_distance_at_threshold", "1 − cos(θ_t*, θ_0) at the loss threshold",
+                          description="1 − cos(θ_t*, θ_0), t* the first step at which the training loss reaches "
+                                      "the threshold, interpolated between checkpoints (linearized-networks Fig. 14)")),
+                _distance_at_threshold, depends_on=("loss", "param_distance_path"),
+                options=(Option("threshold", float, 0.01, "training-loss level", 0.0, open_low=True),)),
 ]
