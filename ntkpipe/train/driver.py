@@ -25,9 +25,7 @@ import contextlib
 import importlib
 import math
 import os
-import signal
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -44,6 +42,7 @@ from ntkpipe.lang.schema import CheckpointSpec, RunSpec, TrainSpec
 from ntkpipe.progress import Progress
 from ntkpipe.train import snapshot
 from ntkpipe.train.snapshot import Position, SnapshotMismatch
+from ntkpipe.train.stop import requests as stop_requests
 
 EXPLOSION_FACTOR = 10.0
 """A run whose last measured loss exceeds this multiple of its initial loss diverged: it ended an order of
@@ -138,14 +137,19 @@ class Stepper(Protocol):
     continues: bool
     """Whether a longer run may continue its state at a step (nothing in its dynamics depends on the
     total number of steps; :func:`continued`)."""
+    splits: bool
+    """Whether ``advance`` may split a segment at any step (advancing s₀ → s then s → s₁ gives the state
+    of s₀ → s₁, bit for bit): the driver then advances long segments in pieces, so that a stop request
+    ends the run within about :data:`PIECE_SECONDS`."""
 
     def init(self, steps: np.ndarray) -> Any:
         """The state at step 0, given the checkpoint steps (the last is the total)."""
         ...
 
     def advance(self, state: Any, done: int, target: int) -> tuple[Any, np.ndarray]:
-        """The state after steps ``done`` … ``target`` − 1, and for each member whether its loss at
-        every step and its parameters are finite (a closed form: whether it stays bounded)."""
+        """The state after steps ``done`` … ``target`` − 1 (``target`` a checkpoint, or any step of a
+        stepper that ``splits``), and for each member whether its loss at every step and its parameters
+        are finite (a closed form: whether it stays bounded)."""
         ...
 
     def checkpoint(self, state: Any, member: int) -> Any:
@@ -171,27 +175,19 @@ Measure = Callable[[Any, int, bool], dict]
 SNAPSHOT_SECONDS = 30.0
 """A run with a resume file saves a snapshot at a checkpoint at most this often (wall-clock seconds;
 the environment variable ``NTKPIPE_SNAPSHOT_SECONDS`` overrides it), and always at its last checkpoint
-and when it receives SIGTERM. A SIGKILL loses at most this much training (plus a segment)."""
+and when a stop is requested (:mod:`ntkpipe.train.stop`). A SIGKILL loses at most this much training
+(plus a segment)."""
+
+PIECE_SECONDS = 2.0
+"""A stepper that ``splits`` advances a segment between two checkpoints in pieces of about this many
+seconds (at the rate of its previous piece; a segment shorter than that is one piece, as it would be
+without pieces), so that a stop request (SIGTERM, SIGINT) ends the run within about this long: at the
+end of the piece, with its state saved there. Splitting changes no number (``Stepper.splits``)."""
 
 
 class Preempted(RuntimeError):
-    """The run received SIGTERM (Slurm sends it before preemption and at the time limit): its state
-    is saved, and the next attempt resumes from it."""
-
-
-@contextlib.contextmanager
-def _sigterm_flag(enabled: bool):
-    """A callable telling whether SIGTERM arrived since entering (the handler only sets the flag; the
-    previous handler is restored on exit). Installed only in the main thread (``signal``'s rule)."""
-    received = []
-    if not enabled or threading.current_thread() is not threading.main_thread():
-        yield lambda: False
-        return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
-    try:
-        yield lambda: bool(received)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    """The run received SIGTERM (Slurm sends it before preemption and at the time limit) or SIGINT:
+    its state is saved, and the next attempt resumes from it."""
 
 
 def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume: Path | None,
@@ -222,7 +218,8 @@ def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume
         except SnapshotMismatch as err:
             print(f"{label}: not continuing the shorter run of the same lineage ({err}); training from step 0",
                   file=sys.stderr, flush=True)
-    return Position(0, 0, template, [[] for _ in range(k)], [True] * k, [False] * k, [None] * k, [None] * k)
+    return Position(0, 0, template, [[] for _ in range(k)], [True] * k, [False] * k, [None] * k, [None] * k,
+                    finite=[True] * k)
 
 
 def continued(stepper: Stepper, donor: snapshot.Snapshot, template, ends: list, ckpts: np.ndarray,
@@ -297,24 +294,43 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
         ends[i] = stepper.final(state, i)
 
     def at(index: int) -> Position:
-        return Position(index, done, state, records, running, diverged, ends, stopped_at, seconds, trained)
+        return Position(index, done, state, records, running, diverged, ends, stopped_at, seconds, trained,
+                        [bool(f) for f in finite])
 
     progress = Progress(label, total)
     trained, saved = position.trained, time.monotonic()
-    with _sigterm_flag(resume is not None) as terminated:
+    piece = 1 if stepper.splits else None  # the first piece compiles; the next ones last PIECE_SECONDS
+    finite = np.array(position.finite, bool)  # each member's steps since the last checkpoint
+
+    def preempt(signal_name: str, index: int):
+        """Save the position (``index``: the next checkpoint to measure) and stop."""
+        if done > 0:
+            snapshot.write(resume, snapshot.encode(at(index), identity))
+        where = (f"its state is saved in {resume}, and the next attempt resumes from it (snakemake --retries, "
+                 f"Slurm --requeue)" if done > 0 else "it had taken no step")
+        raise Preempted(f"{label}: {signal_name} at step {done} of {total}; {where}")
+
+    with stop_requests() if resume is not None else contextlib.nullcontext(lambda: None) as requested:
         for index in range(position.index, len(ckpts)):
             if not any(running):
                 break
             target = int(ckpts[index])
-            if target > done:
+            while done < target:
+                end = target if piece is None else min(target, done + piece)
                 tic = time.perf_counter()
-                state, finite = stepper.advance(state, done, target)
-                seconds[0] += time.perf_counter() - tic
-                trained += target - done
-                done = target
-                for i in range(k):
-                    if running[i] and not finite[i] and stepper.can_diverge(state, i):
-                        stop(i)
+                state, ok = stepper.advance(state, done, end)
+                spent = time.perf_counter() - tic
+                seconds[0] += spent
+                if stepper.splits:
+                    piece = max(1, int((end - done) * PIECE_SECONDS / max(spent, 1e-6)))
+                trained += end - done
+                done, finite = end, finite & np.asarray(ok, bool)
+                if done < target and (signal_name := requested()):
+                    preempt(signal_name, index)
+            for i in range(k):
+                if running[i] and not finite[i] and stepper.can_diverge(state, i):
+                    stop(i)
+            finite[:] = True
             if not any(running):
                 break
             tic = time.perf_counter()
@@ -326,12 +342,12 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
                         and blew_up(records[i][0]["loss"], record["loss"], spec.divergence_factor)):
                     stop(i)
             seconds[1] += time.perf_counter() - tic
-            if resume is not None and done > 0 and (terminated() or index == last or time.monotonic() - saved >= every):
+            signal_name = requested() if index < last else None  # after the last, the store is what is left
+            if signal_name:
+                preempt(signal_name, index + 1)
+            if resume is not None and done > 0 and (index == last or time.monotonic() - saved >= every):
                 snapshot.write(resume, snapshot.encode(at(index + 1), identity))
                 saved = time.monotonic()
-            if terminated():
-                raise Preempted(f"{label}: SIGTERM at step {done} of {total}; its state is saved in {resume}, and "
-                                f"the next attempt resumes from it (snakemake --retries, Slurm --requeue)")
             if not any(running):
                 break
             progress.update(done, loss=next((r[-1].get("loss") for r, on in zip(records, running) if on), None))

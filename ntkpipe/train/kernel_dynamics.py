@@ -73,6 +73,7 @@ class ClosedFormStepper:
 
     members = 1
     continues = False  # its states are computed at once for all checkpoints: a longer run recomputes them
+    splits = False  # its state counts checkpoints
 
     def __init__(self, states, y: np.ndarray):
         self.states, self.shape = states, y.shape

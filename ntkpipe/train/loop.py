@@ -90,6 +90,7 @@ class NetworkStepper:
     at the learning rate η₀·``lr_scale`` (η₀γ² for a network with feature-learning rate γ)."""
 
     members = 1
+    splits = True  # a segment's steps run in one fori_loop whose count is traced: pieces run the same program
 
     def __init__(self, model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
                  lr_scale: float = 1.0):

@@ -171,6 +171,7 @@ class PackedStepper:
         dtype = jnp.dtype(spec.dtype)
         self.members = len(models)
         self.continues = False  # a longer pack trains from step 0 (its members' shorter runs may differ)
+        self.splits = True  # pieces between checkpoints run the advance without the checkpoint quantities
         self.x = jnp.stack([jnp.asarray(a, dtype) for a in xs])
         self.y = jnp.stack([jnp.asarray(a, dtype) for a in ys])
         self.evals = (self.x, jnp.stack([jnp.asarray(a, dtype) for a in x_tests]),
@@ -193,15 +194,17 @@ class PackedStepper:
 
     def init(self, steps: np.ndarray) -> PackState:
         self.total = jnp.asarray(int(steps[-1]))
+        self.checkpoints = {int(s) for s in steps}
         return PackState(self.diffs0, self.opt_states0, PackCheckpoint(self.diffs0, self.static, self.evals, self.chunk, {}),
                          np.zeros(len(QUANTITIES), bool))
 
     def advance(self, state: PackState, done: int, target: int) -> tuple[PackState, np.ndarray]:
         used = state.checkpoint.used if done == 0 else {q for q, on in zip(QUANTITIES, state.names) if on}
         names = frozenset(used)
+        measured = names if target in self.checkpoints else frozenset()  # a piece between checkpoints
         diffs, opt_states, finite, computed = _advance_pack(
             state.diffs, self.static, state.opt_states, jnp.asarray(done), jnp.asarray(target - done), self.lr,
-            self.multipliers, self.total, self.keys, self.x, self.y, self.evals, names=names, **self.options)
+            self.multipliers, self.total, self.keys, self.x, self.y, self.evals, names=measured, **self.options)
         checkpoint = PackCheckpoint(diffs, self.static, self.evals, self.chunk, computed)
         return PackState(diffs, opt_states, checkpoint, np.array([q in names for q in QUANTITIES])), np.asarray(finite)
 
