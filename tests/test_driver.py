@@ -43,6 +43,12 @@ class Geometric:
     def final(self, state, member):
         return None, {"step": float(state)}
 
+    def member(self, state, member):
+        return state
+
+    def joined(self, states):
+        return states[0]
+
 
 def spec(**train) -> TrainSpec:
     base = {"optimizer": {"name": "gd", "lr": 0.1}, "dtype": "float64", "checkpoints": {"spacing": "linear", "count": 10}}

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from ntkpipe.jobs.lineage import donor as shorter_run
 from ntkpipe.jobs.lineage import lineage_id
 from ntkpipe.jobs.training import member_measures, remove_resume_file, resume_file, write_run_store
 from ntkpipe.stages import run_context
 from ntkpipe.study.plan import RunJob
-from ntkpipe.train.driver import drive, stepper_factory
+from ntkpipe.train.driver import drive, stepper_factory, total_steps
 from ntkpipe.train.packed import structure_key
 
 
@@ -27,7 +28,9 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
     separate compiled programs within this job. A run's ``seconds_train`` and ``seconds_measure``
     are its share (1/k) of its program's compiled calls and checkpoint measurements, plus its own
     final measurements; ``seconds_job`` adds its share of the setup and its own store. Each program
-    resumes from its snapshot (``<first member's store>.pack-resume.npz``) if an attempt was killed."""
+    resumes from its snapshot (``<first member's store>.pack-resume.npz``) if an attempt was killed, else
+    continues the finished shorter runs of its members' lineages (:mod:`ntkpipe.jobs.lineage`), whether
+    they trained packed or alone, where each member has one and all stopped at the same step."""
     if len(jobs) != len(outs):
         raise ValueError(f"train_pack: {len(jobs)} runs but {len(outs)} output paths")
     tic = time.perf_counter()
@@ -41,11 +44,15 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
         pack = [runs[i] for i in members]
         stepper = stepper_factory(pack[0].spec.model.kind, packed=True)(pack)
         resume = resume_file(Path(outs[members[0]]), ".pack-resume.npz")
-        trajectories = drive(stepper, pack[0].spec.train, member_measures(pack),
-                             n_train=len(pack[0].data.y_train), etas=[run.spec.train.optimizer.lr for run in pack],
+        n_train, lineages = len(pack[0].data.y_train), [lineage_id(jobs[i].config) for i in members]
+        total = total_steps(pack[0].spec.train, n_train)
+        donors = None if resume.exists() else [shorter_run(Path(outs[i]), lineage, total)
+                                                for i, lineage in zip(members, lineages)]
+        trajectories = drive(stepper, pack[0].spec.train, member_measures(pack), n_train=n_train,
+                             etas=[run.spec.train.optimizer.lr for run in pack],
                              label=_label(jobs[members[0]], len(members)),
-                             identity={"ids": [jobs[i].id for i in members],
-                                       "lineages": [lineage_id(jobs[i].config) for i in members]}, resume=resume)
+                             identity={"ids": [jobs[i].id for i in members], "lineages": lineages}, resume=resume,
+                             donors=donors)
         for i, traj in zip(members, trajectories):
             start = time.perf_counter() - setup - traj.seconds["train"] - traj.seconds["measure"]
             written[i] = write_run_store(jobs[i], runs[i], traj, outs[i], start)

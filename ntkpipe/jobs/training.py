@@ -95,7 +95,7 @@ def _evolve(job: RunJob, run: RunContext, out: Path) -> Trajectory:
     donor = None if resume.exists() else shorter_run(out, lineage, total_steps(job.spec.train, n_train))
     return drive(stepper, job.spec.train, member_measures([run]), n_train=n_train,
                  etas=[job.spec.train.optimizer.lr], label=job.label or f"run {job.id[:8]}",
-                 identity={"ids": [job.id], "lineages": [lineage]}, resume=resume, donor=donor)[0]
+                 identity={"ids": [job.id], "lineages": [lineage]}, resume=resume, donors=[donor])[0]
 
 
 def train_run(job: RunJob, out: str | Path) -> Path:

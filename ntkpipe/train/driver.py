@@ -106,7 +106,7 @@ class Trajectory:
     steps_trained: int = 0
     """Optimizer steps this run took itself (not those of a shorter run it continued)."""
     snapshot: bytes | None = None
-    """The driver's final snapshot (a single member's: what a longer run continues from)."""
+    """The member's final snapshot, as a single run's (what a longer run continues from)."""
 
 
 def stack_records(records: list[dict], n_checkpoints: int) -> dict[str, np.ndarray]:
@@ -168,6 +168,15 @@ class Stepper(Protocol):
         """``member``'s final model (None for a kernel model) and the numbers its dynamics yields."""
         ...
 
+    def member(self, state: Any, member: int) -> Any:
+        """``member``'s state as the stepper of a single run of its model kind holds it (what its final
+        snapshot keeps, so that a longer run continues it whether it trains alone or packed)."""
+        ...
+
+    def joined(self, states: Sequence[Any]) -> Any:
+        """The state of all members from each member's (:meth:`member`'s layout)."""
+        ...
+
 
 Measure = Callable[[Any, int, bool], dict]
 """(checkpoint, index, last) → the measured values (a ``loss`` among them for divergence)."""
@@ -191,9 +200,9 @@ class Preempted(RuntimeError):
 
 
 def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume: Path | None,
-           donor: bytes | None, label: str) -> Position:
+           donors: Sequence[bytes | None] | None, label: str) -> Position:
     """Where training starts: a valid ``resume`` snapshot of this run (else it is removed with a
-    warning), else a ``donor`` snapshot continued (:func:`continued`), else step 0."""
+    warning), else the members' ``donors`` continued (:func:`continued`), else step 0."""
     k = stepper.members
     ends = [stepper.final(template, i) for i in range(k)]
     if resume is not None and resume.exists():
@@ -209,9 +218,12 @@ def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume
         except SnapshotMismatch as err:
             warnings.warn(f"{resume}: not a snapshot of this run ({err}); removed, training starts over", stacklevel=3)
             resume.unlink(missing_ok=True)
-    if donor is not None:
+    if donors is not None and any(d is not None for d in donors):
         try:
-            position = continued(stepper, snapshot.read(donor), template, ends, ckpts, identity)
+            if any(d is None for d in donors):
+                raise SnapshotMismatch(f"only {sum(d is not None for d in donors)} of its {k} runs have one")
+            position = continued(stepper, [snapshot.read(d) for d in donors if d is not None], template, ends, ckpts,
+                                 identity)
             print(f"{label}: continuing from step {position.done} of a shorter run of the same lineage "
                   f"({len(position.records[0])} of {len(ckpts)} checkpoints copied)", file=sys.stderr, flush=True)
             return position
@@ -222,33 +234,40 @@ def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume
                     finite=[True] * k)
 
 
-def continued(stepper: Stepper, donor: snapshot.Snapshot, template, ends: list, ckpts: np.ndarray,
+def continued(stepper: Stepper, donors: Sequence[snapshot.Snapshot], template, ends: list, ckpts: np.ndarray,
               identity: dict) -> Position:
-    """The position of a run that continues ``donor``, the final snapshot of a shorter run of its lineage
-    (:mod:`ntkpipe.jobs.lineage`: the same config but for the horizon and the checkpoints): the donor's
-    state at its last step T₀, its records at this run's checkpoints before T₀ (they must be the donor's
-    checkpoints before T₀; a log grid is, a linear one over the total is not), and a checkpoint at T₀
-    measured anew from that state (the donor measured it as its last). A member that stopped before T₀
-    stays stopped. Raises :class:`SnapshotMismatch` where the result would not equal a run from step 0."""
-    m = donor.meta
+    """The position of a run that continues ``donors``, the final snapshots of a shorter run of each
+    member's lineage (:mod:`ntkpipe.jobs.lineage`: the same config but for the horizon and the
+    checkpoints), all at the same last step T₀: their states at T₀ (:meth:`Stepper.joined`), their
+    records at this run's checkpoints before T₀ (they must be the donors' checkpoints before T₀; a log
+    grid is, a linear one over the total is not), and a checkpoint at T₀ measured anew from that state
+    (a donor measured it as its last). A member that stopped before T₀ stays stopped. Raises
+    :class:`SnapshotMismatch` where the result would not equal a run from step 0."""
     if not getattr(stepper, "continues", False):
         raise SnapshotMismatch("its dynamics depend on the number of steps (e.g. train.optimizer.schedule "
                                "linear_decay) or its model kind keeps no state to continue")
-    if m.get("lineages") != identity["lineages"] or len(m["running"]) != stepper.members:
-        raise SnapshotMismatch(f"lineage {m.get('lineages')}, not {identity['lineages']}")
-    old = np.asarray(m["steps"], np.int64)
+    old = np.asarray(donors[0].meta["steps"], np.int64)
     t_old = int(old[-1])
     if not t_old < ckpts[-1]:
         raise SnapshotMismatch(f"it trained {t_old} steps, not fewer than {int(ckpts[-1])}")
     before = ckpts[ckpts < t_old]
     if not np.array_equal(before, old[old < t_old]):
         raise SnapshotMismatch(f"its checkpoints before step {t_old} differ from this run's")
-    if any(s is not None and s >= t_old for s in m["stopped_at"]):
-        raise SnapshotMismatch(f"a member stopped at its last step {t_old}")
-    position = donor.position(template, ends)
+    members = []
+    for i, donor in enumerate(donors):
+        m = donor.meta
+        if m.get("lineages") != identity["lineages"][i:i + 1] or len(m["running"]) != 1:
+            raise SnapshotMismatch(f"lineage {m.get('lineages')}, not {identity['lineages'][i]}")
+        if m["steps"] != donors[0].meta["steps"]:
+            raise SnapshotMismatch("the shorter runs of its members differ in their checkpoints")
+        if any(s is not None and s >= t_old for s in m["stopped_at"]):
+            raise SnapshotMismatch(f"a member stopped at its last step {t_old}")
+        members.append(donor.position(stepper.member(template, i), ends[i:i + 1]))
     n = len(before)
-    position.records = [r[:n] for r in position.records]
-    position.index, position.done, position.trained = n, t_old, 0
+    position = Position(n, t_old, stepper.joined([p.state for p in members]), [p.records[0][:n] for p in members],
+                        [p.running[0] for p in members], [p.diverged[0] for p in members],
+                        [p.ends[0] for p in members], [p.stopped_at[0] for p in members],
+                        [sum(p.seconds[j] for p in members) for j in range(2)], 0, [True] * len(members))
     if not any(position.running):
         position.index = len(ckpts)
     return position
@@ -256,7 +275,7 @@ def continued(stepper: Stepper, donor: snapshot.Snapshot, template, ends: list, 
 
 def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_train: int,
           etas: Sequence[float], label: str = "train", identity: dict | None = None, resume: Path | None = None,
-          donor: bytes | None = None, snapshot_seconds: float | None = None) -> list[Trajectory]:
+          donors: Sequence[bytes | None] | None = None, snapshot_seconds: float | None = None) -> list[Trajectory]:
     """Train ``stepper``'s members over the checkpoints of ``spec`` (``n_train`` training points),
     calling ``measures[i](checkpoint, index, last)`` for member i at every checkpoint (``index``
     counts checkpoints from 0; ``last`` marks the final one). Member i's time is t = ``etas[i]`` · step.
@@ -270,10 +289,12 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
     ``identity`` (``ids`` of the members' runs, their ``lineages``) names the run in snapshots
     (:mod:`ntkpipe.train.snapshot`). With a ``resume`` path, a snapshot there of this run is resumed
     from, one is saved there at checkpoints (every ``snapshot_seconds``, default
-    :data:`SNAPSHOT_SECONDS`, and at the last once a step is done), and SIGTERM saves one at the next checkpoint and raises
-    :class:`Preempted`; the caller removes it once the run's results are written. ``donor``, the final
-    snapshot of a shorter run of the same lineage, is continued where that equals training from step 0
-    (:func:`continued`). A single member's trajectory carries its final snapshot (``snapshot``).
+    :data:`SNAPSHOT_SECONDS`, and at the last once a step is done), and a stop request (SIGTERM, SIGINT;
+    :mod:`ntkpipe.train.stop`) saves one at the next step boundary and raises :class:`Preempted`; the
+    caller removes it once the run's results are written. ``donors``, per member the final snapshot of
+    a shorter run of its lineage (or None), are continued where that equals training from step 0
+    (:func:`continued`). Each member's trajectory carries its final snapshot (``snapshot``), in the
+    layout of a single run's (:meth:`Stepper.member`).
     """
     k = stepper.members
     total = total_steps(spec, n_train)
@@ -283,7 +304,7 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
     every = (float(os.environ.get("NTKPIPE_SNAPSHOT_SECONDS", SNAPSHOT_SECONDS)) if snapshot_seconds is None
              else snapshot_seconds)
     tic = time.perf_counter()
-    position = _start(stepper, stepper.init(ckpts), ckpts, identity, resume, donor, label)
+    position = _start(stepper, stepper.init(ckpts), ckpts, identity, resume, donors, label)
     position.seconds[0] += time.perf_counter() - tic
     state, done, seconds = position.state, position.done, position.seconds
     records, running, diverged = position.records, position.running, position.diverged
@@ -351,7 +372,11 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
             if not any(running):
                 break
             progress.update(done, loss=next((r[-1].get("loss") for r, on in zip(records, running) if on), None))
-    final = snapshot.encode(at(len(ckpts)), identity) if k == 1 else None
+    final_snapshots = [snapshot.encode(Position(len(ckpts), done, stepper.member(state, i), [records[i]], [running[i]],
+                                       [diverged[i]], [ends[i]], [stopped_at[i]], [t / k for t in seconds], trained,
+                                       [True]),
+                              {**identity, "ids": identity["ids"][i:i + 1], "lineages": identity["lineages"][i:i + 1]})
+              for i in range(k)]
     spe = steps_per_epoch(n_train, spec.batch_size)
     out = []
     for i in range(k):
@@ -361,7 +386,7 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
         out.append(Trajectory(steps=ckpts, time=ckpts * etas[i], epoch=ckpts / spe,
                               series=stack_records(records[i], len(ckpts)), diverged=diverged[i], model=model,
                               seconds={"train": seconds[0] / k, "measure": seconds[1] / k}, finals=finals,
-                              steps_trained=trained, snapshot=final))
+                              steps_trained=trained, snapshot=final_snapshots[i]))
     progress.close(diverged=all(diverged))
     return out
 

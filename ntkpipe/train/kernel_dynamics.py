@@ -13,6 +13,7 @@ and the driver (:func:`ntkpipe.train.driver.drive`) judges their divergence as a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -95,6 +96,12 @@ class ClosedFormStepper:
 
     def final(self, state: int, member: int) -> tuple[None, dict[str, float]]:
         return None, self.finals
+
+    def member(self, state: int, member: int) -> int:
+        return state
+
+    def joined(self, states: Sequence[int]) -> int:
+        return states[0]
 
 
 def kgd_states(start: KernelStart, rate: float, scale: float):

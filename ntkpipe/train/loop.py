@@ -8,7 +8,7 @@ this stepper reports a non-finite loss at some step or non-finite parameters at 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import equinox as eqx
@@ -127,6 +127,12 @@ class NetworkStepper:
 
     def final(self, state: NetworkState, member: int) -> tuple[eqx.Module, dict[str, float]]:
         return eqx.combine(state.diff, state.static), {}
+
+    def member(self, state: NetworkState, member: int) -> NetworkState:
+        return state
+
+    def joined(self, states: Sequence[NetworkState]) -> NetworkState:
+        return states[0]
 
 
 def network_stepper(run: Run, reference: dict[str, float]) -> NetworkStepper:
