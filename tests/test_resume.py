@@ -184,6 +184,22 @@ def test_killed_pack_resumes_to_the_uninterrupted_stores(tmp_path, monkeypatch):
         assert_same_stores(tmp_path / "reference" / job.path.name, job.path)
 
 
+@pytest.mark.parametrize("name", ["gd-float32", "sgd-momentum", "pack"])
+def test_advancing_in_pieces_of_one_step_changes_no_number(tmp_path, monkeypatch, name):
+    """The driver advances long segments in pieces (so that a stop request ends a run within about
+    ``PIECE_SECONDS``): with a piece of one step everywhere, the stores are bit-identical."""
+    def stores(directory: Path, pieces: float) -> list[Path]:
+        monkeypatch.setattr(driver, "PIECE_SECONDS", pieces)
+        runs = plan(directory, ADAM_PACK if name == "pack" else STUDIES[name]).runs
+        if name == "pack":
+            (pack,) = plan_packs(runs).values()
+            return train_pack(pack.runs, [job.path for job in pack.runs])
+        return [train_run(runs[0], runs[0].path)]
+
+    for a, b in zip(stores(tmp_path / "whole", 1e9), stores(tmp_path / "steps", 0.0), strict=True):
+        assert_same_stores(a, b)
+
+
 JOB = """\
 import importlib, sys, time
 from pathlib import Path

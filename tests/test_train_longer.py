@@ -125,3 +125,61 @@ def test_extending_max_time_of_a_study_retrains_nothing(tmp_path):
     assert {"loss", "t_half", "t_half_theory", "alignment"} <= set(compared)
     for name in compared:
         assert bitwise_equal(a[name].values, b[name].values), name
+
+
+PACKED = """\
+data: {source: linear_teacher, dim: 8, n_train: 16, gamma: 0.0}
+model: {depth: 3, width: 8, activation: tanh}
+train:
+  optimizer: {name: gd, lr: 0.05}
+  dtype: float64
+  steps: HORIZON
+  checkpoints: {per_decade: 8}
+measure: [loss, alignment, kernel_norm, t_half]
+sweep:
+  sigma: [0.6, 0.8, 1.0]
+"""
+
+
+def run_study(directory: Path, text: str, **config) -> Path:
+    """Write ``text`` as the study ``s`` of ``directory`` and make its dataset through Snakemake."""
+    (directory / "specs").mkdir(parents=True, exist_ok=True)
+    (directory / "specs" / "s.yaml").write_text(text)
+    run_snakemake(directory, config={"specs": str(directory / "specs"), "results": str(directory / "results"),
+                                     **config}, targets=[str(directory / "results" / "s" / "s.zarr")])
+    return directory / "results" / "s" / "s.zarr"
+
+
+def train_logs(directory: Path) -> list[str]:
+    """The training jobs' logs (a pack's is ``pack-<id>.log``)."""
+    return sorted(p.name for p in (directory / "results" / "logs" / "train").glob("*.log"))
+
+
+@pytest.mark.workflow
+def test_a_longer_packed_study_continues_its_packs(tmp_path):
+    """With ``pack=1``, raising ``steps`` runs one pack job that continues the shorter pack's members
+    from their saved final states (150 new steps each, not 200), and every store and the study's
+    dataset are bit-identical to the longer study trained packed from step 0."""
+    run_study(tmp_path / "extended", PACKED.replace("HORIZON", "50"), pack=1)
+    first = train_logs(tmp_path / "extended")
+    extended = run_study(tmp_path / "extended", PACKED.replace("HORIZON", "200"), pack=1)
+    scratch = run_study(tmp_path / "scratch", PACKED.replace("HORIZON", "200"), pack=1)
+    assert len(first) == 1 and first[0].startswith("pack-")
+    logs = train_logs(tmp_path / "extended")
+    assert len(logs) == 2 and all(name.startswith("pack-") for name in logs)  # one more job: the longer pack
+    new_log = next(name for name in logs if name not in first)
+    runs = tmp_path / "extended" / "results" / "runs"
+    longer = {}
+    for path in runs.glob("*.zarr"):
+        store = read_store(path)
+        if int(store["step"][-1]) == 200:
+            longer[path.name] = int(store.attrs["steps_trained"])
+    assert sorted(longer.values()) == [150] * 3, longer
+    for name in longer:
+        assert_same_stores(tmp_path / "scratch" / "results" / "runs" / name, runs / name)
+    assert {int(read_store(p).attrs["steps_trained"]) for p in (tmp_path / "scratch" / "results" / "runs").glob(
+        "*.zarr")} == {200}
+    a, b = read_store(extended).load(), read_store(scratch).load()
+    for name in (n for n in b.variables if not n.startswith("seconds")):
+        assert bitwise_equal(a[name].values, b[name].values), name
+    assert new_log in train_logs(tmp_path / "scratch")  # the same pack (its id hashes its runs' ids)
