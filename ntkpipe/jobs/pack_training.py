@@ -8,12 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from ntkpipe.jobs.lineage import donor as shorter_run
-from ntkpipe.jobs.lineage import lineage_id
+from ntkpipe.jobs.lineage import finished, lineage_id
 from ntkpipe.jobs.training import member_measures, remove_resume_file, resume_file, write_run_store
 from ntkpipe.stages import run_context
 from ntkpipe.study.plan import RunJob
-from ntkpipe.train.driver import drive, stepper_factory, total_steps
+from ntkpipe.train.driver import drive, stepper_factory
 from ntkpipe.train.packed import structure_key
 
 
@@ -45,14 +44,12 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
         stepper = stepper_factory(pack[0].spec.model.kind, packed=True)(pack)
         resume = resume_file(Path(outs[members[0]]), ".pack-resume.npz")
         n_train, lineages = len(pack[0].data.y_train), [lineage_id(jobs[i].config) for i in members]
-        total = total_steps(pack[0].spec.train, n_train)
-        donors = None if resume.exists() else [shorter_run(Path(outs[i]), lineage, total)
-                                                for i, lineage in zip(members, lineages)]
+        stored = None if resume.exists() else [finished(Path(outs[i]), lineage) for i, lineage in zip(members, lineages)]
         trajectories = drive(stepper, pack[0].spec.train, member_measures(pack), n_train=n_train,
                              etas=[run.spec.train.optimizer.lr for run in pack],
                              label=_label(jobs[members[0]], len(members)),
                              identity={"ids": [jobs[i].id for i in members], "lineages": lineages}, resume=resume,
-                             donors=donors)
+                             stored=stored)
         for i, traj in zip(members, trajectories):
             start = time.perf_counter() - setup - traj.seconds["train"] - traj.seconds["measure"]
             written[i] = write_run_store(jobs[i], runs[i], traj, outs[i], start)

@@ -41,6 +41,7 @@ from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.schema import CheckpointSpec, RunSpec, TrainSpec
 from ntkpipe.progress import Progress
 from ntkpipe.train import snapshot
+from ntkpipe.train.reuse import Reuse, SameRecord, reuse
 from ntkpipe.train.snapshot import Position, SnapshotMismatch
 from ntkpipe.train.stop import requests as stop_requests
 
@@ -200,9 +201,11 @@ class Preempted(RuntimeError):
 
 
 def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume: Path | None,
-           donors: Sequence[bytes | None] | None, label: str) -> Position:
+           stored: Sequence[Sequence[bytes]] | None, same_record: SameRecord | None, label: str) -> Reuse:
     """Where training starts: a valid ``resume`` snapshot of this run (else it is removed with a
-    warning), else the members' ``donors`` continued (:func:`continued`), else step 0."""
+    warning), else for a single run what the ``stored`` runs of its lineage give where one reaches its
+    horizon (:func:`ntkpipe.train.reuse.reuse`), else the longest shorter stored run of each member's
+    lineage continued (:func:`continued`), else step 0."""
     k = stepper.members
     ends = [stepper.final(template, i) for i in range(k)]
     if resume is not None and resume.exists():
@@ -214,24 +217,37 @@ def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume
             position = snap.position(template, ends)
             print(f"{label}: resuming run {', '.join(identity['ids'])} at step {position.done} of {int(ckpts[-1])} "
                   f"(from {resume})", file=sys.stderr, flush=True)
-            return position
+            return Reuse(position, {}, None)
         except SnapshotMismatch as err:
             warnings.warn(f"{resume}: not a snapshot of this run ({err}); removed, training starts over", stacklevel=3)
             resume.unlink(missing_ok=True)
-    if donors is not None and any(d is not None for d in donors):
+    snaps = [[snapshot.read(b) for b in member] for member in stored or [[] for _ in range(k)]]
+    total = int(ckpts[-1])
+    if k == 1 and same_record is not None and any(int(s.meta["steps"][-1]) >= total for s in snaps[0]):
         try:
-            if any(d is None for d in donors):
-                raise SnapshotMismatch(f"only {sum(d is not None for d in donors)} of its {k} runs have one")
-            position = continued(stepper, [snapshot.read(d) for d in donors if d is not None], template, ends, ckpts,
-                                 identity)
+            found = reuse(stepper, snaps[0], template, ends, ckpts, identity["lineages"][0], same_record)
+            print(f"{label}: {found.measured} of {len(ckpts)} checkpoints read from stored runs of the same lineage; "
+                  f"training from step {found.position.done}" + (f", up to step {total}" if found.final is None else
+                                                                 " only where a checkpoint is new"),
+                  file=sys.stderr, flush=True)
+            return found
+        except SnapshotMismatch as err:
+            print(f"{label}: not reading the stored runs of the same lineage ({err})", file=sys.stderr, flush=True)
+    shorter = [max((s for s in member if int(s.meta["steps"][-1]) < total), key=lambda s: int(s.meta["steps"][-1]),
+                   default=None) for member in snaps]
+    if any(s is not None for s in shorter):
+        try:
+            if any(s is None for s in shorter):
+                raise SnapshotMismatch(f"only {sum(s is not None for s in shorter)} of its {k} runs have one")
+            position = continued(stepper, [s for s in shorter if s is not None], template, ends, ckpts, identity)
             print(f"{label}: continuing from step {position.done} of a shorter run of the same lineage "
                   f"({len(position.records[0])} of {len(ckpts)} checkpoints copied)", file=sys.stderr, flush=True)
-            return position
+            return Reuse(position, {}, None)
         except SnapshotMismatch as err:
             print(f"{label}: not continuing the shorter run of the same lineage ({err}); training from step 0",
                   file=sys.stderr, flush=True)
-    return Position(0, 0, template, [[] for _ in range(k)], [True] * k, [False] * k, [None] * k, [None] * k,
-                    finite=[True] * k)
+    return Reuse(Position(0, 0, template, [[] for _ in range(k)], [True] * k, [False] * k, [None] * k, [None] * k,
+                          finite=[True] * k), {}, None)
 
 
 def continued(stepper: Stepper, donors: Sequence[snapshot.Snapshot], template, ends: list, ckpts: np.ndarray,
@@ -275,7 +291,8 @@ def continued(stepper: Stepper, donors: Sequence[snapshot.Snapshot], template, e
 
 def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_train: int,
           etas: Sequence[float], label: str = "train", identity: dict | None = None, resume: Path | None = None,
-          donors: Sequence[bytes | None] | None = None, snapshot_seconds: float | None = None) -> list[Trajectory]:
+          stored: Sequence[Sequence[bytes]] | None = None, same_record: SameRecord | None = None,
+          snapshot_seconds: float | None = None) -> list[Trajectory]:
     """Train ``stepper``'s members over the checkpoints of ``spec`` (``n_train`` training points),
     calling ``measures[i](checkpoint, index, last)`` for member i at every checkpoint (``index``
     counts checkpoints from 0; ``last`` marks the final one). Member i's time is t = ``etas[i]`` · step.
@@ -291,10 +308,12 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
     from, one is saved there at checkpoints (every ``snapshot_seconds``, default
     :data:`SNAPSHOT_SECONDS`, and at the last once a step is done), and a stop request (SIGTERM, SIGINT;
     :mod:`ntkpipe.train.stop`) saves one at the next step boundary and raises :class:`Preempted`; the
-    caller removes it once the run's results are written. ``donors``, per member the final snapshot of
-    a shorter run of its lineage (or None), are continued where that equals training from step 0
-    (:func:`continued`). Each member's trajectory carries its final snapshot (``snapshot``), in the
-    layout of a single run's (:meth:`Stepper.member`).
+    caller removes it once the run's results are written. ``stored``, per member the final snapshots
+    of the finished runs of its lineage (:func:`ntkpipe.jobs.lineage.finished`), are read where that
+    equals training from step 0: a single run within the horizon of one of them reads its records
+    (those ``same_record`` allows) and states (:mod:`ntkpipe.train.reuse`); else each member continues
+    its longest shorter one (:func:`continued`). Each member's trajectory carries its final snapshot
+    (``snapshot``), in the layout of a single run's (:meth:`Stepper.member`).
     """
     k = stepper.members
     total = total_steps(spec, n_train)
@@ -304,7 +323,8 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
     every = (float(os.environ.get("NTKPIPE_SNAPSHOT_SECONDS", SNAPSHOT_SECONDS)) if snapshot_seconds is None
              else snapshot_seconds)
     tic = time.perf_counter()
-    position = _start(stepper, stepper.init(ckpts), ckpts, identity, resume, donors, label)
+    start = _start(stepper, stepper.init(ckpts), ckpts, identity, resume, stored, same_record, label)
+    position, known, final_state = start.position, start.known, start.final
     position.seconds[0] += time.perf_counter() - tic
     state, done, seconds = position.state, position.done, position.seconds
     records, running, diverged = position.records, position.running, position.diverged
@@ -325,6 +345,7 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
 
     def preempt(signal_name: str, index: int):
         """Save the position (``index``: the next checkpoint to measure) and stop."""
+        assert resume is not None, "stop requests are read only for a run with a resume file"
         if done > 0:
             snapshot.write(resume, snapshot.encode(at(index), identity))
         where = (f"its state is saved in {resume}, and the next attempt resumes from it (snakemake --retries, "
@@ -336,6 +357,10 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
             if not any(running):
                 break
             target = int(ckpts[index])
+            if final_state is not None and all(j in known for j in range(index, len(ckpts))):
+                state, done = final_state, int(ckpts[-1])  # a stored run's state at the last step: nothing to train
+                records[0] += [known[j] for j in range(index, len(ckpts))]
+                break
             while done < target:
                 end = target if piece is None else min(target, done + piece)
                 tic = time.perf_counter()
@@ -356,8 +381,11 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
                 break
             tic = time.perf_counter()
             for i in (i for i in range(k) if running[i]):
-                with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
-                    record = measures[i](stepper.checkpoint(state, i), index, index == last)
+                if index in known:  # a stored run's record (single runs only, :mod:`ntkpipe.train.reuse`)
+                    record = known[index]
+                else:
+                    with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
+                        record = measures[i](stepper.checkpoint(state, i), index, index == last)
                 records[i].append(record)
                 if ("loss" in record and stepper.can_diverge(state, i)
                         and blew_up(records[i][0]["loss"], record["loss"], spec.divergence_factor)):

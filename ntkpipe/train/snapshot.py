@@ -156,10 +156,13 @@ class Snapshot:
         state = with_leaf_arrays(template_state, self._group("state"))
         ends = [None if m["stopped_at"][i] is None else with_leaf_arrays(template_ends[i], self._group(f"ends.{i}"))
                 for i in range(len(m["running"]))]
-        records = [[{k: self.arrays[f"records.{i}.{k}"][c] for k in m["record_keys"][i]} for c in range(n)]
-                   for i, n in enumerate(m["records"])]
+        records = [[self.record(i, c) for c in range(n)] for i, n in enumerate(m["records"])]
         return Position(m["index"], m["done"], state, records, list(m["running"]), list(m["diverged"]), ends,
                         list(m["stopped_at"]), list(m["seconds"]), m["trained"], list(m["finite"]))
+
+    def record(self, member: int, index: int) -> dict:
+        """What member ``member`` measured at checkpoint ``index``."""
+        return {k: self.arrays[f"records.{member}.{k}"][index] for k in self.meta["record_keys"][member]}
 
     def _group(self, prefix: str) -> dict[str, np.ndarray]:
         return {k[len(prefix) + 1:]: v for k, v in self.arrays.items() if k.startswith(prefix + ".")
