@@ -7,6 +7,7 @@ grid over the total), it trains from step 0 and says why."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -183,3 +184,53 @@ def test_a_longer_packed_study_continues_its_packs(tmp_path):
     for name in (n for n in b.variables if not n.startswith("seconds")):
         assert bitwise_equal(a[name].values, b[name].values), name
     assert new_log in train_logs(tmp_path / "scratch")  # the same pack (its id hashes its runs' ids)
+
+
+def read_message(err: str) -> tuple[int, int]:
+    """(checkpoints read, checkpoints) from a training job's "… checkpoints read from stored runs" line."""
+    found = re.search(r"(\d+) of (\d+) checkpoints read from stored runs of the same lineage", err)
+    assert found, err[-2000:]
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_a_shorter_horizon_reads_the_longer_runs_records_and_replays_only_to_its_end(tmp_path, capfd):
+    """A run shorter than a stored run of its lineage reads that run's records at its checkpoints (the
+    log grid's are a prefix of the longer run's) and trains only to bring a saved state (step 0, or a
+    shorter stored run's last step) to its last step, measuring only a last step the longer run did not
+    measure; its store is bit-identical to training it from step 0."""
+    train(tmp_path / "study", ADAM.replace("HORIZON", "2"))  # 200 steps, log grid
+    capfd.readouterr()
+    for horizon, start, last_read in [("0.3", 0, False), ("0.56", 30, True)]:  # 30 steps (not on the grid), 56 (on it)
+        job, store = train(tmp_path / "study", ADAM.replace("HORIZON", horizon))
+        read, count = read_message(capfd.readouterr().err)
+        assert read == count - (0 if last_read else 1) and len(store["step"]) == count
+        total = int(store["step"][-1])
+        assert store.attrs["steps_trained"] == total - start  # from step 0, then from the 30-step run's state
+        train(tmp_path / "scratch", ADAM.replace("HORIZON", horizon))
+        assert_same_stores(tmp_path / "scratch" / "results" / "runs" / f"{job.id}.zarr", job.path)
+
+
+EVERY = SGD.replace(", SCHEDULE", "").replace("HORIZON", "30").replace(
+    "measure: [loss, test_accuracy, kernel_norm]",
+    "measure: [loss, test_accuracy, {name: energy_concentration, subset: 20, top_k: 4, every: 2}]")
+
+
+def test_checkpoints_added_or_removed_inside_a_finished_horizon(tmp_path, capfd):
+    """Checkpoints added to a finished horizon (SGD: data order and momentum replayed): the stored
+    records at the old checkpoints are read where measured alike (``energy_concentration`` is taken
+    every 2nd checkpoint, whose indices move), states are replayed from step 0 up to the last new
+    checkpoint only, and the final state is the stored run's. Checkpoints removed: nothing is trained.
+    Each store is bit-identical to training it from step 0."""
+    job, base = train(tmp_path / "study", EVERY.replace("CHECKPOINTS", "per_decade: 3"))
+    total = int(base["step"][-1])
+    capfd.readouterr()
+    for checkpoints in ["per_decade: 6", "per_decade: 1"]:
+        text = EVERY.replace("CHECKPOINTS", checkpoints)
+        job, store = train(tmp_path / "study", text)
+        read, count = read_message(capfd.readouterr().err)
+        steps = store["step"].values
+        new = [int(s) for s in steps if s not in base["step"].values]
+        assert int(steps[-1]) == total and store.attrs["steps_trained"] == (max(new) if new else 0)
+        assert read < count if new else read == count
+        train(tmp_path / "scratch", text)
+        assert_same_stores(tmp_path / "scratch" / "results" / "runs" / f"{job.id}.zarr", job.path)
