@@ -15,8 +15,11 @@ import pytest
 import yaml
 
 from ntkpipe.jobs.lineage import lineage_id
+from ntkpipe.jobs.pack_training import train_pack
 from ntkpipe.jobs.training import train_run
 from ntkpipe.store import read_store
+from ntkpipe.study.packs import plan_packs
+from ntkpipe.study.plan import RunJob
 from tests.conftest import REPO, run_snakemake
 from tests.test_resume import assert_same_stores, bitwise_equal, plan
 
@@ -234,3 +237,28 @@ def test_checkpoints_added_or_removed_inside_a_finished_horizon(tmp_path, capfd)
         assert read < count if new else read == count
         train(tmp_path / "scratch", text)
         assert_same_stores(tmp_path / "scratch" / "results" / "runs" / f"{job.id}.zarr", job.path)
+
+
+def train_packed(directory: Path, text: str) -> list[RunJob]:
+    """Plan the study ``text`` in ``directory`` and make its one pack there; its runs."""
+    (pack,) = plan_packs(plan(directory, text).runs).values()
+    train_pack(pack.runs, [job.path for job in pack.runs])
+    return list(pack.runs)
+
+
+def test_a_packed_run_within_a_stored_horizon_is_made_alone_from_the_stored_run(tmp_path, capfd):
+    """A pack whose members a stored (packed) run of their lineage covers makes each member alone,
+    reading the stored records (56 steps lie on the 200-step run's log grid) and replaying its state;
+    the stores are bit-identical to the shorter pack trained from step 0 (full-batch GD: the packed
+    parameters are the single run's)."""
+    train_packed(tmp_path / "study", PACKED.replace("HORIZON", "200"))
+    capfd.readouterr()
+    jobs = train_packed(tmp_path / "study", PACKED.replace("HORIZON", "56"))
+    err = capfd.readouterr().err
+    assert err.count("checkpoints read from stored runs") == 3 and "pack of" not in err
+    read, count = read_message(err)
+    assert read == count
+    train_packed(tmp_path / "scratch", PACKED.replace("HORIZON", "56"))
+    for job in jobs:
+        assert read_store(job.path).attrs["steps_trained"] == 56
+        assert_same_stores(tmp_path / "scratch" / "results" / "runs" / job.path.name, job.path)

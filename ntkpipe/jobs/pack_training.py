@@ -9,16 +9,26 @@ from pathlib import Path
 from typing import cast
 
 from ntkpipe.jobs.lineage import finished, lineage_id
-from ntkpipe.jobs.training import member_measures, remove_resume_file, resume_file, write_run_store
+from ntkpipe.jobs.training import member_measures, remove_resume_file, resume_file, train_run, write_run_store
+from ntkpipe.measure.context import RunContext
 from ntkpipe.stages import run_context
 from ntkpipe.study.plan import RunJob
-from ntkpipe.train.driver import drive, stepper_factory
+from ntkpipe.train import snapshot
+from ntkpipe.train.driver import drive, stepper_factory, total_steps
 from ntkpipe.train.packed import structure_key
 
 
 def _label(job: RunJob, size: int) -> str:
     """``<study> pack of <size>`` for progress lines (the study tag leads each run's label)."""
     return f"{job.label.partition(' ')[0] or 'runs'} pack of {size}"
+
+
+def _within_stored(job: RunJob, run: RunContext, out: str | Path) -> bool:
+    """Whether a stored run of the run's lineage reaches its horizon: it is then made alone, reading
+    that run (:mod:`ntkpipe.train.reuse`, single runs only) instead of training in the pack."""
+    total = total_steps(job.spec.train, len(run.data.y_train))
+    return any(int(snapshot.read(data).meta["steps"][-1]) >= total
+               for data in finished(Path(out), lineage_id(job.config)))
 
 
 def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]:
@@ -29,7 +39,8 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
     final measurements; ``seconds_job`` adds its share of the setup and its own store. Each program
     resumes from its snapshot (``<first member's store>.pack-resume.npz``) if an attempt was killed, else
     continues the finished shorter runs of its members' lineages (:mod:`ntkpipe.jobs.lineage`), whether
-    they trained packed or alone, where each member has one and all stopped at the same step."""
+    they trained packed or alone, where each member has one and all stopped at the same step. A member
+    within the horizon of a stored run of its lineage is made alone (:func:`ntkpipe.jobs.training.train_run`)."""
     if len(jobs) != len(outs):
         raise ValueError(f"train_pack: {len(jobs)} runs but {len(outs)} output paths")
     tic = time.perf_counter()
@@ -39,7 +50,12 @@ def train_pack(jobs: Sequence[RunJob], outs: Sequence[str | Path]) -> list[Path]
         groups.setdefault(structure_key(run.model0, run.data.x_train, run.data.y_train, run.data.x_test), []).append(i)
     written: list[Path | None] = [None] * len(jobs)
     setup = (time.perf_counter() - tic) / len(jobs)
-    for members in groups.values():
+    for group in groups.values():
+        for i in (i for i in group if _within_stored(jobs[i], runs[i], outs[i])):
+            written[i] = train_run(jobs[i], outs[i])
+        members = [i for i in group if written[i] is None]
+        if not members:
+            continue
         pack = [runs[i] for i in members]
         stepper = stepper_factory(pack[0].spec.model.kind, packed=True)(pack)
         resume = resume_file(Path(outs[members[0]]), ".pack-resume.npz")
