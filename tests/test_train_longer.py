@@ -97,9 +97,12 @@ def shipped_like(max_time: float) -> str:
 
 
 @pytest.mark.workflow
-def test_extending_max_time_of_a_study_retrains_nothing(tmp_path):
+def test_extending_max_time_of_a_study_retrains_nothing(tmp_path, capfd):
     """Raising the study's max_time: each longer run trains only its new steps, and the study's
-    dataset is bit-identical to one trained from step 0."""
+    dataset is bit-identical to one trained from step 0. Lowering it back where only the longer runs
+    are stored: one train job per run reads the longer run's records and measures only its last
+    checkpoint (not on the longer run's grid), replaying its state from step 0 (none is saved at its
+    last step); the stores are bit-identical to those trained from step 0."""
     def study(directory: Path, max_time: float) -> Path:
         (directory / "specs").mkdir(parents=True, exist_ok=True)
         (directory / "specs" / "depth_scaling.yaml").write_text(shipped_like(max_time))
@@ -129,6 +132,19 @@ def test_extending_max_time_of_a_study_retrains_nothing(tmp_path):
     assert {"loss", "t_half", "t_half_theory", "alignment"} <= set(compared)
     for name in compared:
         assert bitwise_equal(a[name].values, b[name].values), name
+    logs = tmp_path / "scratch" / "results" / "logs" / "train"
+    before = set(logs.glob("*.log"))
+    capfd.readouterr()
+    study(tmp_path / "scratch", 10)
+    err = capfd.readouterr().err
+    shorter = sorted(p.stem for p in set(logs.glob("*.log")) - before)
+    assert len(shorter) == 4 and err.count("checkpoints read from stored runs") == 4  # one train job per run
+    read, count = read_message(err)
+    assert read == count - 1
+    for run_id in shorter:
+        path = tmp_path / "scratch" / "results" / "runs" / f"{run_id}.zarr"
+        assert read_store(path).attrs["steps_trained"] == 200 and len(read_store(path)["step"]) == count
+        assert_same_stores(tmp_path / "extended" / "results" / "runs" / f"{run_id}.zarr", path)
 
 
 PACKED = """\
