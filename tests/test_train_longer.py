@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 import yaml
 
+import ntkpipe
 from ntkpipe.jobs.lineage import lineage_id
 from ntkpipe.jobs.pack_training import train_pack
 from ntkpipe.jobs.training import train_run
-from ntkpipe.store import read_store
+from ntkpipe.store import OtherVersionWarning, read_store
 from ntkpipe.study.packs import plan_packs
 from ntkpipe.study.plan import RunJob
 from tests.conftest import REPO, run_snakemake
@@ -278,3 +279,15 @@ def test_a_packed_run_within_a_stored_horizon_is_made_alone_from_the_stored_run(
     for job in jobs:
         assert read_store(job.path).attrs["steps_trained"] == 56
         assert_same_stores(tmp_path / "scratch" / "results" / "runs" / job.path.name, job.path)
+
+
+def test_a_stored_run_of_another_ntkpipe_version_is_passed_over(tmp_path, capfd, monkeypatch):
+    """A stored run whose snapshot another ntkpipe version made is not read (said on stderr): the
+    longer run trains from step 0."""
+    train(tmp_path / "study", ADAM.replace("HORIZON", "0.5"))
+    monkeypatch.setattr(ntkpipe, "__version__", "0+another")
+    capfd.readouterr()
+    with pytest.warns(OtherVersionWarning, match="It is used as is"):  # the store is; its snapshot is not read
+        _, longer = train(tmp_path / "study", ADAM.replace("HORIZON", "2"))
+    assert "not reading a stored run of the same lineage (made by format" in capfd.readouterr().err
+    assert longer.attrs["steps_trained"] == int(longer["step"][-1])

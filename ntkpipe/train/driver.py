@@ -221,7 +221,7 @@ def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume
         except SnapshotMismatch as err:
             warnings.warn(f"{resume}: not a snapshot of this run ({err}); removed, training starts over", stacklevel=3)
             resume.unlink(missing_ok=True)
-    snaps = [[snapshot.read(b) for b in member] for member in stored or [[] for _ in range(k)]]
+    snaps = [_readable(member, label) for member in stored or [[] for _ in range(k)]]
     total = int(ckpts[-1])
     if k == 1 and same_record is not None and any(int(s.meta["steps"][-1]) >= total for s in snaps[0]):
         try:
@@ -248,6 +248,17 @@ def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume
                   file=sys.stderr, flush=True)
     return Reuse(Position(0, 0, template, [[] for _ in range(k)], [True] * k, [False] * k, [None] * k, [None] * k,
                           finite=[True] * k), {}, None)
+
+
+def _readable(stored: Sequence[bytes], label: str) -> list[snapshot.Snapshot]:
+    """The snapshots of ``stored`` this ntkpipe reads (another version's are passed over, said on stderr)."""
+    out = []
+    for data in stored:
+        try:
+            out.append(snapshot.read(data))
+        except SnapshotMismatch as err:
+            print(f"{label}: not reading a stored run of the same lineage ({err})", file=sys.stderr, flush=True)
+    return out
 
 
 def continued(stepper: Stepper, donors: Sequence[snapshot.Snapshot], template, ends: list, ckpts: np.ndarray,
