@@ -87,13 +87,14 @@ def _name(signum: int) -> str:
 def requests() -> Iterator[Callable[[], str | None]]:
     """A callable naming the stop signal (``'SIGTERM'``, ``'SIGINT'``) received, or None. In the main
     thread: since entering, through handlers for :data:`SIGNALS` that only record the signal (the
-    previous ones are restored on exit); in another thread: since :func:`watch` (a stop request
-    stands until the workflow ends), and never without it."""
+    previous ones are restored on exit; an ignored signal stays ignored); in another thread: since
+    :func:`watch` (a stop request stands until the workflow ends), and never without it."""
     if threading.current_thread() is not threading.main_thread():
         yield lambda: _name(_received[0]) if _received else None
         return
     local: list[int] = []
-    previous = {signum: signal.signal(signum, lambda s, frame: local.append(s)) for signum in SIGNALS}
+    previous = {signum: signal.signal(signum, lambda s, frame: local.append(s)) for signum in SIGNALS
+                if signal.getsignal(signum) is not signal.SIG_IGN}  # an ignored signal stays ignored
     try:
         yield lambda: _name(local[0]) if local else None
     finally:
