@@ -45,14 +45,15 @@ def _read(sock: socket.socket) -> None:
 
 
 def watch() -> bool:
-    """Record SIGTERM and SIGINT for runs in the other threads of this process (from the main thread;
-    a second call forgets the signals read so far: a new workflow). Returns whether it watches: not where another wake-up descriptor is
-    set (an asyncio loop's signal handlers), which it leaves in place, with a warning."""
+    """Record SIGTERM and SIGINT for runs in the other threads of this process (a second call forgets
+    the signals read so far: a new workflow). Returns whether it watches: not outside the main thread
+    (which alone may set it), nor where another wake-up descriptor is set (an asyncio loop's signal
+    handlers), which it leaves in place, with a warning."""
     if _watch:
         _received.clear()
         return True
     if threading.current_thread() is not threading.main_thread():
-        raise RuntimeError("ntkpipe.train.stop.watch: signal wake-ups can only be set in the main thread")
+        return False  # Snakemake run from another thread: signals reach neither it nor its jobs' threads
     reader, writer = socket.socketpair()
     writer.setblocking(False)
     previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
