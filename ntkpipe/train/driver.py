@@ -226,10 +226,12 @@ def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume
     if k == 1 and same_record is not None and any(int(s.meta["steps"][-1]) >= total for s in snaps[0]):
         try:
             found = reuse(stepper, snaps[0], template, ends, ckpts, identity["lineages"][0], same_record)
+            done = found.position.done
+            what = ("nothing to train" if found.position.index == len(ckpts) else
+                    f"training from step {done} up to step {total}" if found.final is None else
+                    f"training from step {done} up to its last new checkpoint (the state at step {total} is stored)")
             print(f"{label}: {found.measured} of {len(ckpts)} checkpoints read from stored runs of the same lineage; "
-                  f"training from step {found.position.done}" + (f", up to step {total}" if found.final is None else
-                                                                 " only where a checkpoint is new"),
-                  file=sys.stderr, flush=True)
+                  f"{what}", file=sys.stderr, flush=True)
             return found
         except SnapshotMismatch as err:
             print(f"{label}: not reading the stored runs of the same lineage ({err})", file=sys.stderr, flush=True)
