@@ -263,9 +263,10 @@ def kill_when_snapshot(runs: Path, killed: list[int], stop: threading.Event, sig
                 except OSError:
                     continue
                 ours = any(str(runs.parent).encode() in arg for arg in command)  # its --config results=…
-                # the job step's snakemake, which runs the job (the batch script's has --executor slurm-jobstep)
-                if (ours and b"--target-jobs" in command and b"--executor" not in command
-                        and any(arg.startswith(b"train:run_id=") for arg in command)):
+                # the job step's snakemake, which runs the job (the batch script's has --executor slurm-jobstep;
+                # srun, which started it, has it among its arguments and cancels the step on a signal)
+                if (ours and Path(command[0].decode()).name.startswith("python") and b"--target-jobs" in command
+                        and b"--executor" not in command and any(arg.startswith(b"train:run_id=") for arg in command)):
                     os.kill(int(proc.name), sig)
                     killed.append(int(proc.name))
                     return
