@@ -10,6 +10,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
 from ntkpipe.errors import ConfigError, SpecError
+from ntkpipe.train.stop import unwatch as unwatch_signals
+from ntkpipe.train.stop import watch as watch_signals
 from ntkpipe.workflow import build_index, check_config, check_results_writable, configure_jax, limit_blas_threads
 
 min_version("9.0")
@@ -28,6 +30,8 @@ except (SpecError, ConfigError) as err:
 if workflow.is_main_process:  # not in job processes (cluster profiles parse this file in every job)
     INDEX.set_aside_invalid()  # a store is done when it verifies; an invalid one is made again
 configure_jax(RESULTS)  # planning ran no JAX computation; every job after this does
+# SIGTERM and SIGINT stop training jobs, which run in threads, at their next step with their state saved
+watch_signals()
 # one BLAS thread per job where jobs run as threads of this process; a job process the CPUs it was given
 limit_blas_threads(1 if workflow.is_main_process else None)
 
@@ -45,6 +49,14 @@ rule all:
     default_target: True
     input:
         INDEX.targets(),
+
+
+onsuccess:
+    unwatch_signals()
+
+
+onerror:
+    unwatch_signals()
 
 
 include: "rules/stages.smk"

@@ -25,6 +25,7 @@ class Geometric:
     def __init__(self, growth, l0=1.0, nan_at=(), judged=True):
         self.growth, self.l0, self.nan_at, self.judged = list(growth), l0, dict(nan_at), judged
         self.members = len(self.growth)
+        self.splits = False
 
     def init(self, steps):
         return 0
@@ -41,6 +42,12 @@ class Geometric:
 
     def final(self, state, member):
         return None, {"step": float(state)}
+
+    def member(self, state, member):
+        return state
+
+    def joined(self, states):
+        return states[0]
 
 
 def spec(**train) -> TrainSpec:

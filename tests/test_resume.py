@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -183,6 +184,22 @@ def test_killed_pack_resumes_to_the_uninterrupted_stores(tmp_path, monkeypatch):
         assert_same_stores(tmp_path / "reference" / job.path.name, job.path)
 
 
+@pytest.mark.parametrize("name", ["gd-float32", "sgd-momentum", "pack"])
+def test_advancing_in_pieces_of_one_step_changes_no_number(tmp_path, monkeypatch, name):
+    """The driver advances long segments in pieces (so that a stop request ends a run within about
+    ``PIECE_SECONDS``): with a piece of one step everywhere, the stores are bit-identical."""
+    def stores(directory: Path, pieces: float) -> list[Path]:
+        monkeypatch.setattr(driver, "PIECE_SECONDS", pieces)
+        runs = plan(directory, ADAM_PACK if name == "pack" else STUDIES[name]).runs
+        if name == "pack":
+            (pack,) = plan_packs(runs).values()
+            return train_pack(pack.runs, [job.path for job in pack.runs])
+        return [train_run(runs[0], runs[0].path)]
+
+    for a, b in zip(stores(tmp_path / "whole", 1e9), stores(tmp_path / "steps", 0.0), strict=True):
+        assert_same_stores(a, b)
+
+
 JOB = """\
 import importlib, sys, time
 from pathlib import Path
@@ -234,3 +251,72 @@ def test_job_process_killed_mid_training_resumes(tmp_path, name, sig):
     assert rerun.returncode == 0, err[-2000:]
     assert f"resuming run {job.id} at step" in err and not resume.exists()
     assert_same_stores(reference, job.path)
+
+
+# One run that trains for seconds between two checkpoints (GD in float64: bit-identical on resume).
+LONG = """\
+data: {source: linear_teacher, dim: 16, n_train: 64, gamma: 0.0}
+model: {depth: 3, width: 64, activation: tanh, sigma: 0.8}
+train:
+  optimizer: {name: gd, lr: 0.01}
+  dtype: float64
+  steps: 240000
+  checkpoints: {spacing: linear, count: 2}
+measure: [loss, alignment]
+"""
+
+
+@pytest.fixture(scope="module")
+def long_reference(tmp_path_factory):
+    """The run of :data:`LONG` trained without interruption, in this process: its job and store."""
+    directory = tmp_path_factory.mktemp("long")
+    job = plan(directory, LONG).runs[0]
+    return job, train_run(job, directory / "reference" / job.path.name)
+
+
+def snakemake_run(directory: Path) -> subprocess.Popen:
+    """``snakemake`` as a user starts it: jobs in threads of its process (the workflow profile
+    ``profiles/default``), its output (job progress lines among it) on a pipe."""
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--workflow-profile",
+               str(REPO / "profiles" / "default"), "--cores", "1", "--config", f"specs={directory / 'specs'}",
+               f"results={directory / 'results'}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           "NTKPIPE_SNAPSHOT_SECONDS": "3600"}  # no periodic snapshot: what is saved is the signal's
+    return subprocess.Popen(command, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_snakemake_stops_training_in_its_job_thread_and_the_rerun_resumes(tmp_path, long_reference, sig):
+    """SIGTERM (or SIGINT) to a real ``snakemake`` whose training job runs in one of its threads, a few
+    seconds into training: the job stops at its next step boundary, between two checkpoints, with
+    its state saved (no periodic snapshot here), and Snakemake exits before training could have ended.
+    The rerun resumes from that state, and the store equals the uninterrupted run's bit for bit."""
+    job, reference = long_reference
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "long.yaml").write_text(LONG)
+    store = tmp_path / "results" / "runs" / job.path.name
+    resume = resume_file(store)
+    log = tmp_path / "results" / "logs" / "train" / f"{job.id}.log"
+    process = snakemake_run(tmp_path)
+    deadline = time.monotonic() + 300
+    while not log.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(3)  # the job compiles its step (about 1 s) and trains: its first checkpoint is 120000 steps away
+    process.send_signal(sig)
+    signalled = time.monotonic()
+    text, _ = process.communicate(timeout=120)
+    stopped = time.monotonic() - signalled
+    assert process.returncode != 0 and not store.exists() and resume.is_file(), text[-3000:]
+    name = signal.Signals(sig).name
+    said = re.search(rf"{name} at step (\d+) of 240000; its state is saved", log.read_text())
+    meta = snapshot.read(resume).meta
+    assert said and meta["done"] == int(said.group(1)) and meta["index"] == 1, text[-3000:]
+    assert 0 < meta["done"] < 120000 and stopped < 30, (meta["done"], stopped)  # between checkpoints 0 and 120000
+    rerun = snakemake_run(tmp_path)
+    text, _ = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, text[-3000:]
+    assert f"resuming run {job.id} at step {meta['done']} of 240000" in text and not resume.exists()
+    assert_same_stores(reference, store)
+    assert read_store(store).attrs["steps_trained"] == 240000

@@ -252,9 +252,9 @@ measure: [loss, kernel_norm, alignment, test_accuracy]
 """
 
 
-def kill_when_snapshot(runs: Path, killed: list[int], stop: threading.Event) -> None:
-    """SIGKILL the training job's process (the job step's `snakemake --target-jobs train:…` on this
-    single-node cluster: a node lost mid-training) as soon as its resume snapshot exists."""
+def kill_when_snapshot(runs: Path, killed: list[int], stop: threading.Event, sig: int) -> None:
+    """Send ``sig`` to the training job's process (the job step's `snakemake --target-jobs train:…` on
+    this single-node cluster) as soon as its resume snapshot exists."""
     while not stop.is_set():
         if list(runs.glob("*.resume.npz")):
             for proc in Path("/proc").iterdir():
@@ -263,25 +263,29 @@ def kill_when_snapshot(runs: Path, killed: list[int], stop: threading.Event) -> 
                 except OSError:
                     continue
                 ours = any(str(runs.parent).encode() in arg for arg in command)  # its --config results=…
-                # the job step's snakemake, which runs the job (the batch script's has --executor slurm-jobstep)
-                if (ours and b"--target-jobs" in command and b"--executor" not in command
-                        and any(arg.startswith(b"train:run_id=") for arg in command)):
-                    os.kill(int(proc.name), signal.SIGKILL)
+                # the job step's snakemake, which runs the job (the batch script's has --executor slurm-jobstep;
+                # srun, which started it, has it among its arguments and cancels the step on a signal)
+                if (ours and Path(command[0].decode()).name.startswith("python") and b"--target-jobs" in command
+                        and b"--executor" not in command and any(arg.startswith(b"train:run_id=") for arg in command)):
+                    os.kill(int(proc.name), sig)
                     killed.append(int(proc.name))
                     return
         time.sleep(0.2)
 
 
-def test_training_job_killed_mid_training_resumes_on_retry(slurm_cluster, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_training_job_killed_mid_training_resumes_on_retry(slurm_cluster, tmp_path, sig):
     """A training job killed mid-training: the retry resumes from its last snapshot (snapshots at every
     checkpoint here: NTKPIPE_SNAPSHOT_SECONDS=0) instead of starting over, and the study's dataset
-    equals the in-process run's bit for bit. The job's process gets SIGKILL: what a lost node does, and
-    what follows SIGTERM after the cluster's KillWait (a plain scancel sends SIGTERM first; Snakemake,
-    which runs the job in a thread, waits for it, and this tiny run would finish in that time)."""
+    equals the in-process run's bit for bit. The job's process gets SIGKILL (what a lost node does, and
+    what follows SIGTERM after the cluster's KillWait) or SIGTERM (what scancel, preemption and the
+    time limit send first): the job, which Snakemake runs in a thread of that process, stops at its
+    next step with its state saved (ntkpipe.train.stop), and its log says so."""
     tmp = write_specs(tmp_path, LONG_STUDY)
     killed: list[int] = []
     stop = threading.Event()
-    watcher = threading.Thread(target=kill_when_snapshot, args=(tmp / "slurm" / "runs", killed, stop), daemon=True)
+    watcher = threading.Thread(target=kill_when_snapshot, args=(tmp / "slurm" / "runs", killed, stop, sig),
+                               daemon=True)
     watcher.start()
     started = snakemake(tmp, "slurm", *through("slurm-cpu"), "--slurm-keep-successful-logs",
                         env={"NTKPIPE_SNAPSHOT_SECONDS": "0"})
@@ -297,6 +301,9 @@ def test_training_job_killed_mid_training_resumes_on_retry(slurm_cluster, tmp_pa
     logs = "".join(p.read_text() for p in (tmp / ".snakemake" / "slurm_logs" / "rule_train").rglob("*.log"))
     resumed = re.search(r"resuming run ([0-9a-f]{16}) at step (\d+) of 3000", logs)
     assert resumed and 0 < int(resumed.group(2)) < 3000, logs[-3000:]
+    if sig == signal.SIGTERM:
+        stopped = re.search(r"SIGTERM at step (\d+) of 3000; its state is saved", logs)
+        assert stopped and stopped.group(1) == resumed.group(2), logs[-3000:]
     assert not list((tmp / "slurm" / "runs").glob("*.resume.npz"))
     compared = same_variables(open_dataset(tmp / "slurm"), open_dataset(tmp / "threads"))
     assert {"loss", "kernel_norm", "alignment", "test_accuracy"} <= set(compared)

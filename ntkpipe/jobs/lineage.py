@@ -3,7 +3,7 @@
 another run; its lineage names what a longer run of it may continue (:func:`ntkpipe.train.driver.continued`).
 
 Every run store keeps its lineage (attr ``lineage``) and its final snapshot (:data:`FINAL_SNAPSHOT`,
-a file of the store, listed in its manifest). The training job of a run finds a shorter run of its
+a file of the store, listed in its manifest). The training job of a run finds the other runs of its
 lineage through an index of markers, ``runs/.lineage/<lineage>/<id>.json`` holding that run's total
 steps, one file per run (so concurrent jobs never write one file); a marker whose store is gone or
 invalid is skipped.
@@ -44,18 +44,18 @@ def record(store: Path, lineage: str, total: int) -> None:
     snapshot.write(marker, json.dumps({"total": int(total)}).encode())
 
 
-def donor(store: Path, lineage: str, total: int) -> bytes | None:
-    """The final snapshot of the longest valid run of ``lineage`` beside ``store`` with fewer than
-    ``total`` steps, or None."""
+def finished(store: Path, lineage: str) -> list[bytes]:
+    """The final snapshots of the valid runs of ``lineage`` beside ``store`` (``store`` itself left out),
+    shortest first: what a run of the lineage may continue (the longest shorter one,
+    :func:`ntkpipe.train.driver.continued`) or read (those that reach its horizon, and the states they
+    save, :mod:`ntkpipe.train.reuse`)."""
     found = []
     for marker in (store.parent / INDEX / lineage).glob("*.json"):
         try:
             steps = int(json.loads(marker.read_text())["total"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if steps < total:
+        if marker.stem != store.stem:
             found.append((steps, store.parent / f"{marker.stem}.zarr"))
-    for _, path in sorted(found, reverse=True):
-        if verify_store(path, path.stem).valid and (path / FINAL_SNAPSHOT).is_file():
-            return (path / FINAL_SNAPSHOT).read_bytes()
-    return None
+    return [(path / FINAL_SNAPSHOT).read_bytes() for _, path in sorted(found)
+            if verify_store(path, path.stem).valid and (path / FINAL_SNAPSHOT).is_file()]

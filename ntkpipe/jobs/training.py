@@ -9,21 +9,21 @@ from pathlib import Path
 import numpy as np
 
 from ntkpipe.jobs.describe import describe
-from ntkpipe.jobs.lineage import FINAL_SNAPSHOT, lineage_id
-from ntkpipe.jobs.lineage import donor as shorter_run
+from ntkpipe.jobs.lineage import FINAL_SNAPSHOT, finished, lineage_id
 from ntkpipe.jobs.lineage import record as record_run
 from ntkpipe.jobs.measured import checkpoint_variables, final_values, measured_dataset
 from ntkpipe.lang.model_kinds import MODEL_KINDS
-from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, PackedView, RunContext
+from ntkpipe.measure.context import CheckpointView, KernelView, ModelView, PackedView, RunContext, scheduled
 from ntkpipe.measure.registry import REGISTRY
 from ntkpipe.stages import run_context
 from ntkpipe.store import write_store
 from ntkpipe.study.final_items import FINAL_ITEMS_ATTR, final_items_attr
 from ntkpipe.study.plan import RunJob
-from ntkpipe.train.driver import Trajectory, drive, stepper_factory, total_steps
+from ntkpipe.train.driver import Trajectory, drive, stepper_factory
 from ntkpipe.train.final_state import state_variables
 from ntkpipe.train.kernel_dynamics import KernelOutputs
 from ntkpipe.train.packed import PackCheckpoint
+from ntkpipe.train.reuse import SameRecord
 
 
 def checkpoint_measure(run: RunContext):
@@ -54,6 +54,19 @@ def _reference(run: RunContext, path) -> dict[str, float]:
               f"{name}: this run is diverged too (to fit it, lower the network's train.optimizer.lr)", file=sys.stderr)
         return {name: float("nan")}
     return {name: float(store[name].values[-1])}
+
+
+def same_record(run: RunContext) -> SameRecord:
+    """Whether the run's checkpoint measurements at (index, last) in one run of its lineage and at
+    (index', last') in another are taken alike: those taken every n-th checkpoint (an ``every``
+    option) are due at both or at neither; the others are taken at every checkpoint."""
+    every = [item.options["every"] for item in run.spec.measure
+             if REGISTRY[item.name].when == "checkpoint" and "every" in item.options]
+
+    def same(index: int, last: bool, other: int, other_last: bool) -> bool:
+        return all(scheduled(index, last, n) == scheduled(other, other_last, n) for n in every)
+
+    return same
 
 
 def checkpoint_view(checkpoint, member: int, run: RunContext, index: int, last: bool) -> CheckpointView:
@@ -88,14 +101,16 @@ def remove_resume_file(path: Path) -> None:
 
 def _evolve(job: RunJob, run: RunContext, out: Path) -> Trajectory:
     """The run's model kind stepped through the driver, with measurements at every checkpoint: resumed
-    from its snapshot if an earlier attempt was killed, else continued from a shorter run of its
-    lineage if one is done (:mod:`ntkpipe.jobs.lineage`)."""
+    from its snapshot if an earlier attempt was killed, else made of the stored runs of its lineage
+    that reach its horizon (:mod:`ntkpipe.train.reuse`), else continued from a shorter one
+    (:mod:`ntkpipe.jobs.lineage`)."""
     stepper = stepper_factory(job.spec.model.kind)(run, _reference(run, job.stage_paths.get("reference")))
     n_train, resume, lineage = len(run.data.y_train), resume_file(out), lineage_id(job.config)
-    donor = None if resume.exists() else shorter_run(out, lineage, total_steps(job.spec.train, n_train))
+    stored = None if resume.exists() else [finished(out, lineage)]
     return drive(stepper, job.spec.train, member_measures([run]), n_train=n_train,
                  etas=[job.spec.train.optimizer.lr], label=job.label or f"run {job.id[:8]}",
-                 identity={"ids": [job.id], "lineages": [lineage]}, resume=resume, donor=donor)[0]
+                 identity={"ids": [job.id], "lineages": [lineage]}, resume=resume, stored=stored,
+                 same_record=same_record(run))[0]
 
 
 def train_run(job: RunJob, out: str | Path) -> Path:

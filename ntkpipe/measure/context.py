@@ -93,6 +93,12 @@ class RunContext:
         return float(values[j - 1]), vectors[:, j - 1]
 
 
+def scheduled(index: int, last: bool, every: int) -> bool:
+    """Whether a measurement taken at init, at the end and every ``every``-th checkpoint (0: never in
+    between) is due at checkpoint ``index`` (``last``: the final one)."""
+    return index == 0 or last or (every > 0 and index % every == 0)
+
+
 class CheckpointView:
     """What checkpoint measurements read at checkpoint ``index`` (``last``: the final one) of a run."""
 
@@ -103,7 +109,7 @@ class CheckpointView:
     def scheduled(self, every: int) -> bool:
         """Whether a measurement taken at init, at the end and every ``every``-th checkpoint (0:
         never in between) is due here."""
-        return self.index == 0 or self.last or (every > 0 and self.index % every == 0)
+        return scheduled(self.index, self.last, every)
 
 
 class ModelView(CheckpointView):

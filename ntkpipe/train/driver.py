@@ -25,9 +25,7 @@ import contextlib
 import importlib
 import math
 import os
-import signal
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -43,7 +41,9 @@ from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.schema import CheckpointSpec, RunSpec, TrainSpec
 from ntkpipe.progress import Progress
 from ntkpipe.train import snapshot
+from ntkpipe.train.reuse import Reuse, SameRecord, reuse
 from ntkpipe.train.snapshot import Position, SnapshotMismatch
+from ntkpipe.train.stop import requests as stop_requests
 
 EXPLOSION_FACTOR = 10.0
 """A run whose last measured loss exceeds this multiple of its initial loss diverged: it ended an order of
@@ -107,7 +107,7 @@ class Trajectory:
     steps_trained: int = 0
     """Optimizer steps this run took itself (not those of a shorter run it continued)."""
     snapshot: bytes | None = None
-    """The driver's final snapshot (a single member's: what a longer run continues from)."""
+    """The member's final snapshot, as a single run's (what a longer run continues from)."""
 
 
 def stack_records(records: list[dict], n_checkpoints: int) -> dict[str, np.ndarray]:
@@ -138,14 +138,19 @@ class Stepper(Protocol):
     continues: bool
     """Whether a longer run may continue its state at a step (nothing in its dynamics depends on the
     total number of steps; :func:`continued`)."""
+    splits: bool
+    """Whether ``advance`` may split a segment at any step (advancing s₀ → s then s → s₁ gives the state
+    of s₀ → s₁, bit for bit): the driver then advances long segments in pieces, so that a stop request
+    ends the run within about :data:`PIECE_SECONDS`."""
 
     def init(self, steps: np.ndarray) -> Any:
         """The state at step 0, given the checkpoint steps (the last is the total)."""
         ...
 
     def advance(self, state: Any, done: int, target: int) -> tuple[Any, np.ndarray]:
-        """The state after steps ``done`` … ``target`` − 1, and for each member whether its loss at
-        every step and its parameters are finite (a closed form: whether it stays bounded)."""
+        """The state after steps ``done`` … ``target`` − 1 (``target`` a checkpoint, or any step of a
+        stepper that ``splits``), and for each member whether its loss at every step and its parameters
+        are finite (a closed form: whether it stays bounded)."""
         ...
 
     def checkpoint(self, state: Any, member: int) -> Any:
@@ -164,6 +169,15 @@ class Stepper(Protocol):
         """``member``'s final model (None for a kernel model) and the numbers its dynamics yields."""
         ...
 
+    def member(self, state: Any, member: int) -> Any:
+        """``member``'s state as the stepper of a single run of its model kind holds it (what its final
+        snapshot keeps, so that a longer run continues it whether it trains alone or packed)."""
+        ...
+
+    def joined(self, states: Sequence[Any]) -> Any:
+        """The state of all members from each member's (:meth:`member`'s layout)."""
+        ...
+
 
 Measure = Callable[[Any, int, bool], dict]
 """(checkpoint, index, last) → the measured values (a ``loss`` among them for divergence)."""
@@ -171,33 +185,27 @@ Measure = Callable[[Any, int, bool], dict]
 SNAPSHOT_SECONDS = 30.0
 """A run with a resume file saves a snapshot at a checkpoint at most this often (wall-clock seconds;
 the environment variable ``NTKPIPE_SNAPSHOT_SECONDS`` overrides it), and always at its last checkpoint
-and when it receives SIGTERM. A SIGKILL loses at most this much training (plus a segment)."""
+and when a stop is requested (:mod:`ntkpipe.train.stop`). A SIGKILL loses at most this much training
+(plus a segment)."""
+
+PIECE_SECONDS = 2.0
+"""A stepper that ``splits`` advances a segment between two checkpoints in pieces of about this many
+seconds (at the rate of its previous piece; a segment shorter than that is one piece, as it would be
+without pieces), so that a stop request (SIGTERM, SIGINT) ends the run within about this long: at the
+end of the piece, with its state saved there. Splitting changes no number (``Stepper.splits``)."""
 
 
 class Preempted(RuntimeError):
-    """The run received SIGTERM (Slurm sends it before preemption and at the time limit): its state
-    is saved, and the next attempt resumes from it."""
-
-
-@contextlib.contextmanager
-def _sigterm_flag(enabled: bool):
-    """A callable telling whether SIGTERM arrived since entering (the handler only sets the flag; the
-    previous handler is restored on exit). Installed only in the main thread (``signal``'s rule)."""
-    received = []
-    if not enabled or threading.current_thread() is not threading.main_thread():
-        yield lambda: False
-        return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
-    try:
-        yield lambda: bool(received)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    """The run received SIGTERM (Slurm sends it before preemption and at the time limit) or SIGINT:
+    its state is saved, and the next attempt resumes from it."""
 
 
 def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume: Path | None,
-           donor: bytes | None, label: str) -> Position:
+           stored: Sequence[Sequence[bytes]] | None, same_record: SameRecord | None, label: str) -> Reuse:
     """Where training starts: a valid ``resume`` snapshot of this run (else it is removed with a
-    warning), else a ``donor`` snapshot continued (:func:`continued`), else step 0."""
+    warning), else for a single run what the ``stored`` runs of its lineage give where one reaches its
+    horizon (:func:`ntkpipe.train.reuse.reuse`), else the longest shorter stored run of each member's
+    lineage continued (:func:`continued`), else step 0."""
     k = stepper.members
     ends = [stepper.final(template, i) for i in range(k)]
     if resume is not None and resume.exists():
@@ -209,49 +217,86 @@ def _start(stepper: Stepper, template, ckpts: np.ndarray, identity: dict, resume
             position = snap.position(template, ends)
             print(f"{label}: resuming run {', '.join(identity['ids'])} at step {position.done} of {int(ckpts[-1])} "
                   f"(from {resume})", file=sys.stderr, flush=True)
-            return position
+            return Reuse(position, {}, None)
         except SnapshotMismatch as err:
             warnings.warn(f"{resume}: not a snapshot of this run ({err}); removed, training starts over", stacklevel=3)
             resume.unlink(missing_ok=True)
-    if donor is not None:
+    snaps = [_readable(member, label) for member in stored or [[] for _ in range(k)]]
+    total = int(ckpts[-1])
+    if k == 1 and same_record is not None and any(int(s.meta["steps"][-1]) >= total for s in snaps[0]):
         try:
-            position = continued(stepper, snapshot.read(donor), template, ends, ckpts, identity)
+            found = reuse(stepper, snaps[0], template, ends, ckpts, identity["lineages"][0], same_record)
+            done = found.position.done
+            what = ("nothing to train" if found.position.index == len(ckpts) else
+                    f"training from step {done} up to step {total}" if found.final is None else
+                    f"training from step {done} up to its last new checkpoint (the state at step {total} is stored)")
+            print(f"{label}: {found.measured} of {len(ckpts)} checkpoints read from stored runs of the same lineage; "
+                  f"{what}", file=sys.stderr, flush=True)
+            return found
+        except SnapshotMismatch as err:
+            print(f"{label}: not reading the stored runs of the same lineage ({err})", file=sys.stderr, flush=True)
+    shorter = [max((s for s in member if int(s.meta["steps"][-1]) < total), key=lambda s: int(s.meta["steps"][-1]),
+                   default=None) for member in snaps]
+    if any(s is not None for s in shorter):
+        try:
+            if any(s is None for s in shorter):
+                raise SnapshotMismatch(f"only {sum(s is not None for s in shorter)} of its {k} runs have one")
+            position = continued(stepper, [s for s in shorter if s is not None], template, ends, ckpts, identity)
             print(f"{label}: continuing from step {position.done} of a shorter run of the same lineage "
                   f"({len(position.records[0])} of {len(ckpts)} checkpoints copied)", file=sys.stderr, flush=True)
-            return position
+            return Reuse(position, {}, None)
         except SnapshotMismatch as err:
             print(f"{label}: not continuing the shorter run of the same lineage ({err}); training from step 0",
                   file=sys.stderr, flush=True)
-    return Position(0, 0, template, [[] for _ in range(k)], [True] * k, [False] * k, [None] * k, [None] * k)
+    return Reuse(Position(0, 0, template, [[] for _ in range(k)], [True] * k, [False] * k, [None] * k, [None] * k,
+                          finite=[True] * k), {}, None)
 
 
-def continued(stepper: Stepper, donor: snapshot.Snapshot, template, ends: list, ckpts: np.ndarray,
+def _readable(stored: Sequence[bytes], label: str) -> list[snapshot.Snapshot]:
+    """The snapshots of ``stored`` this ntkpipe reads (another version's are passed over, said on stderr)."""
+    out = []
+    for data in stored:
+        try:
+            out.append(snapshot.read(data))
+        except SnapshotMismatch as err:
+            print(f"{label}: not reading a stored run of the same lineage ({err})", file=sys.stderr, flush=True)
+    return out
+
+
+def continued(stepper: Stepper, donors: Sequence[snapshot.Snapshot], template, ends: list, ckpts: np.ndarray,
               identity: dict) -> Position:
-    """The position of a run that continues ``donor``, the final snapshot of a shorter run of its lineage
-    (:mod:`ntkpipe.jobs.lineage`: the same config but for the horizon and the checkpoints): the donor's
-    state at its last step T₀, its records at this run's checkpoints before T₀ (they must be the donor's
-    checkpoints before T₀; a log grid is, a linear one over the total is not), and a checkpoint at T₀
-    measured anew from that state (the donor measured it as its last). A member that stopped before T₀
-    stays stopped. Raises :class:`SnapshotMismatch` where the result would not equal a run from step 0."""
-    m = donor.meta
+    """The position of a run that continues ``donors``, the final snapshots of a shorter run of each
+    member's lineage (:mod:`ntkpipe.jobs.lineage`: the same config but for the horizon and the
+    checkpoints), all at the same last step T₀: their states at T₀ (:meth:`Stepper.joined`), their
+    records at this run's checkpoints before T₀ (they must be the donors' checkpoints before T₀; a log
+    grid is, a linear one over the total is not), and a checkpoint at T₀ measured anew from that state
+    (a donor measured it as its last). A member that stopped before T₀ stays stopped. Raises
+    :class:`SnapshotMismatch` where the result would not equal a run from step 0."""
     if not getattr(stepper, "continues", False):
         raise SnapshotMismatch("its dynamics depend on the number of steps (e.g. train.optimizer.schedule "
                                "linear_decay) or its model kind keeps no state to continue")
-    if m.get("lineages") != identity["lineages"] or len(m["running"]) != stepper.members:
-        raise SnapshotMismatch(f"lineage {m.get('lineages')}, not {identity['lineages']}")
-    old = np.asarray(m["steps"], np.int64)
+    old = np.asarray(donors[0].meta["steps"], np.int64)
     t_old = int(old[-1])
     if not t_old < ckpts[-1]:
         raise SnapshotMismatch(f"it trained {t_old} steps, not fewer than {int(ckpts[-1])}")
     before = ckpts[ckpts < t_old]
     if not np.array_equal(before, old[old < t_old]):
         raise SnapshotMismatch(f"its checkpoints before step {t_old} differ from this run's")
-    if any(s is not None and s >= t_old for s in m["stopped_at"]):
-        raise SnapshotMismatch(f"a member stopped at its last step {t_old}")
-    position = donor.position(template, ends)
+    members = []
+    for i, donor in enumerate(donors):
+        m = donor.meta
+        if m.get("lineages") != identity["lineages"][i:i + 1] or len(m["running"]) != 1:
+            raise SnapshotMismatch(f"lineage {m.get('lineages')}, not {identity['lineages'][i]}")
+        if m["steps"] != donors[0].meta["steps"]:
+            raise SnapshotMismatch("the shorter runs of its members differ in their checkpoints")
+        if any(s is not None and s >= t_old for s in m["stopped_at"]):
+            raise SnapshotMismatch(f"a member stopped at its last step {t_old}")
+        members.append(donor.position(stepper.member(template, i), ends[i:i + 1]))
     n = len(before)
-    position.records = [r[:n] for r in position.records]
-    position.index, position.done, position.trained = n, t_old, 0
+    position = Position(n, t_old, stepper.joined([p.state for p in members]), [p.records[0][:n] for p in members],
+                        [p.running[0] for p in members], [p.diverged[0] for p in members],
+                        [p.ends[0] for p in members], [p.stopped_at[0] for p in members],
+                        [sum(p.seconds[j] for p in members) for j in range(2)], 0, [True] * len(members))
     if not any(position.running):
         position.index = len(ckpts)
     return position
@@ -259,7 +304,8 @@ def continued(stepper: Stepper, donor: snapshot.Snapshot, template, ends: list, 
 
 def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_train: int,
           etas: Sequence[float], label: str = "train", identity: dict | None = None, resume: Path | None = None,
-          donor: bytes | None = None, snapshot_seconds: float | None = None) -> list[Trajectory]:
+          stored: Sequence[Sequence[bytes]] | None = None, same_record: SameRecord | None = None,
+          snapshot_seconds: float | None = None) -> list[Trajectory]:
     """Train ``stepper``'s members over the checkpoints of ``spec`` (``n_train`` training points),
     calling ``measures[i](checkpoint, index, last)`` for member i at every checkpoint (``index``
     counts checkpoints from 0; ``last`` marks the final one). Member i's time is t = ``etas[i]`` · step.
@@ -273,10 +319,14 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
     ``identity`` (``ids`` of the members' runs, their ``lineages``) names the run in snapshots
     (:mod:`ntkpipe.train.snapshot`). With a ``resume`` path, a snapshot there of this run is resumed
     from, one is saved there at checkpoints (every ``snapshot_seconds``, default
-    :data:`SNAPSHOT_SECONDS`, and at the last once a step is done), and SIGTERM saves one at the next checkpoint and raises
-    :class:`Preempted`; the caller removes it once the run's results are written. ``donor``, the final
-    snapshot of a shorter run of the same lineage, is continued where that equals training from step 0
-    (:func:`continued`). A single member's trajectory carries its final snapshot (``snapshot``).
+    :data:`SNAPSHOT_SECONDS`, and at the last once a step is done), and a stop request (SIGTERM, SIGINT;
+    :mod:`ntkpipe.train.stop`) saves one at the next step boundary and raises :class:`Preempted`; the
+    caller removes it once the run's results are written. ``stored``, per member the final snapshots
+    of the finished runs of its lineage (:func:`ntkpipe.jobs.lineage.finished`), are read where that
+    equals training from step 0: a single run within the horizon of one of them reads its records
+    (those ``same_record`` allows) and states (:mod:`ntkpipe.train.reuse`); else each member continues
+    its longest shorter one (:func:`continued`). Each member's trajectory carries its final snapshot
+    (``snapshot``), in the layout of a single run's (:meth:`Stepper.member`).
     """
     k = stepper.members
     total = total_steps(spec, n_train)
@@ -286,7 +336,8 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
     every = (float(os.environ.get("NTKPIPE_SNAPSHOT_SECONDS", SNAPSHOT_SECONDS)) if snapshot_seconds is None
              else snapshot_seconds)
     tic = time.perf_counter()
-    position = _start(stepper, stepper.init(ckpts), ckpts, identity, resume, donor, label)
+    start = _start(stepper, stepper.init(ckpts), ckpts, identity, resume, stored, same_record, label)
+    position, known, final_state = start.position, start.known, start.final
     position.seconds[0] += time.perf_counter() - tic
     state, done, seconds = position.state, position.done, position.seconds
     records, running, diverged = position.records, position.running, position.diverged
@@ -297,45 +348,76 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
         ends[i] = stepper.final(state, i)
 
     def at(index: int) -> Position:
-        return Position(index, done, state, records, running, diverged, ends, stopped_at, seconds, trained)
+        return Position(index, done, state, records, running, diverged, ends, stopped_at, seconds, trained,
+                        [bool(f) for f in finite])
 
     progress = Progress(label, total)
     trained, saved = position.trained, time.monotonic()
-    with _sigterm_flag(resume is not None) as terminated:
+    piece = 1 if stepper.splits else None  # the first piece compiles; the next ones last PIECE_SECONDS
+    finite = np.array(position.finite, bool)  # each member's steps since the last checkpoint
+
+    def preempt(signal_name: str, index: int):
+        """Save the position (``index``: the next checkpoint to measure) and stop."""
+        assert resume is not None, "stop requests are read only for a run with a resume file"
+        if done > 0:
+            snapshot.write(resume, snapshot.encode(at(index), identity))
+        where = (f"its state is saved in {resume}, and the next attempt resumes from it (snakemake --retries, "
+                 f"Slurm --requeue)" if done > 0 else "it had taken no step")
+        raise Preempted(f"{label}: {signal_name} at step {done} of {total}; {where}")
+
+    with stop_requests() if resume is not None else contextlib.nullcontext(lambda: None) as requested:
         for index in range(position.index, len(ckpts)):
             if not any(running):
                 break
             target = int(ckpts[index])
-            if target > done:
+            if final_state is not None and all(j in known for j in range(index, len(ckpts))):
+                state, done = final_state, int(ckpts[-1])  # a stored run's state at the last step: nothing to train
+                records[0] += [known[j] for j in range(index, len(ckpts))]
+                break
+            while done < target:
+                end = target if piece is None else min(target, done + piece)
                 tic = time.perf_counter()
-                state, finite = stepper.advance(state, done, target)
-                seconds[0] += time.perf_counter() - tic
-                trained += target - done
-                done = target
-                for i in range(k):
-                    if running[i] and not finite[i] and stepper.can_diverge(state, i):
-                        stop(i)
+                state, ok = stepper.advance(state, done, end)
+                spent = time.perf_counter() - tic
+                seconds[0] += spent
+                if stepper.splits:
+                    piece = max(1, int((end - done) * PIECE_SECONDS / max(spent, 1e-6)))
+                trained += end - done
+                done, finite = end, finite & np.asarray(ok, bool)
+                if done < target and (signal_name := requested()):
+                    preempt(signal_name, index)
+            for i in range(k):
+                if running[i] and not finite[i] and stepper.can_diverge(state, i):
+                    stop(i)
+            finite[:] = True
             if not any(running):
                 break
             tic = time.perf_counter()
             for i in (i for i in range(k) if running[i]):
-                with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
-                    record = measures[i](stepper.checkpoint(state, i), index, index == last)
+                if index in known:  # a stored run's record (single runs only, :mod:`ntkpipe.train.reuse`)
+                    record = known[index]
+                else:
+                    with np.errstate(over="ignore", invalid="ignore"):  # an exploding model's measurements overflow
+                        record = measures[i](stepper.checkpoint(state, i), index, index == last)
                 records[i].append(record)
                 if ("loss" in record and stepper.can_diverge(state, i)
                         and blew_up(records[i][0]["loss"], record["loss"], spec.divergence_factor)):
                     stop(i)
             seconds[1] += time.perf_counter() - tic
-            if resume is not None and done > 0 and (terminated() or index == last or time.monotonic() - saved >= every):
+            signal_name = requested() if index < last else None  # after the last, the store is what is left
+            if signal_name:
+                preempt(signal_name, index + 1)
+            if resume is not None and done > 0 and (index == last or time.monotonic() - saved >= every):
                 snapshot.write(resume, snapshot.encode(at(index + 1), identity))
                 saved = time.monotonic()
-            if terminated():
-                raise Preempted(f"{label}: SIGTERM at step {done} of {total}; its state is saved in {resume}, and "
-                                f"the next attempt resumes from it (snakemake --retries, Slurm --requeue)")
             if not any(running):
                 break
             progress.update(done, loss=next((r[-1].get("loss") for r, on in zip(records, running) if on), None))
-    final = snapshot.encode(at(len(ckpts)), identity) if k == 1 else None
+    final_snapshots = [snapshot.encode(Position(len(ckpts), done, stepper.member(state, i), [records[i]], [running[i]],
+                                       [diverged[i]], [ends[i]], [stopped_at[i]], [t / k for t in seconds], trained,
+                                       [True]),
+                              {**identity, "ids": identity["ids"][i:i + 1], "lineages": identity["lineages"][i:i + 1]})
+              for i in range(k)]
     spe = steps_per_epoch(n_train, spec.batch_size)
     out = []
     for i in range(k):
@@ -345,7 +427,7 @@ def drive(stepper: Stepper, spec: TrainSpec, measures: Sequence[Measure], *, n_t
         out.append(Trajectory(steps=ckpts, time=ckpts * etas[i], epoch=ckpts / spe,
                               series=stack_records(records[i], len(ckpts)), diverged=diverged[i], model=model,
                               seconds={"train": seconds[0] / k, "measure": seconds[1] / k}, finals=finals,
-                              steps_trained=trained, snapshot=final))
+                              steps_trained=trained, snapshot=final_snapshots[i]))
     progress.close(diverged=all(diverged))
     return out
 

@@ -13,6 +13,7 @@ and the driver (:func:`ntkpipe.train.driver.drive`) judges their divergence as a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -73,6 +74,7 @@ class ClosedFormStepper:
 
     members = 1
     continues = False  # its states are computed at once for all checkpoints: a longer run recomputes them
+    splits = False  # its state counts checkpoints
 
     def __init__(self, states, y: np.ndarray):
         self.states, self.shape = states, y.shape
@@ -94,6 +96,12 @@ class ClosedFormStepper:
 
     def final(self, state: int, member: int) -> tuple[None, dict[str, float]]:
         return None, self.finals
+
+    def member(self, state: int, member: int) -> int:
+        return state
+
+    def joined(self, states: Sequence[int]) -> int:
+        return states[0]
 
 
 def kgd_states(start: KernelStart, rate: float, scale: float):

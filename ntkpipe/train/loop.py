@@ -8,7 +8,7 @@ this stepper reports a non-finite loss at some step or non-finite parameters at 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import equinox as eqx
@@ -90,6 +90,7 @@ class NetworkStepper:
     at the learning rate η₀·``lr_scale`` (η₀γ² for a network with feature-learning rate γ)."""
 
     members = 1
+    splits = True  # a segment's steps run in one fori_loop whose count is traced: pieces run the same program
 
     def __init__(self, model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
                  lr_scale: float = 1.0):
@@ -126,6 +127,12 @@ class NetworkStepper:
 
     def final(self, state: NetworkState, member: int) -> tuple[eqx.Module, dict[str, float]]:
         return eqx.combine(state.diff, state.static), {}
+
+    def member(self, state: NetworkState, member: int) -> NetworkState:
+        return state
+
+    def joined(self, states: Sequence[NetworkState]) -> NetworkState:
+        return states[0]
 
 
 def network_stepper(run: Run, reference: dict[str, float]) -> NetworkStepper:

@@ -31,7 +31,7 @@ from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.driver import Run, Trajectory, drive
-from ntkpipe.train.loop import advance_steps, layer_multipliers
+from ntkpipe.train.loop import NetworkState, advance_steps, layer_multipliers
 from ntkpipe.train.optim import update_direction
 
 
@@ -170,7 +170,8 @@ class PackedStepper:
                  lr_scales: Sequence[float]):
         dtype = jnp.dtype(spec.dtype)
         self.members = len(models)
-        self.continues = False  # a longer pack trains from step 0 (its members' shorter runs may differ)
+        self.continues = spec.optimizer.schedule == "constant"  # linear_decay's η_t depends on the total
+        self.splits = True  # pieces between checkpoints run the advance without the checkpoint quantities
         self.x = jnp.stack([jnp.asarray(a, dtype) for a in xs])
         self.y = jnp.stack([jnp.asarray(a, dtype) for a in ys])
         self.evals = (self.x, jnp.stack([jnp.asarray(a, dtype) for a in x_tests]),
@@ -193,15 +194,18 @@ class PackedStepper:
 
     def init(self, steps: np.ndarray) -> PackState:
         self.total = jnp.asarray(int(steps[-1]))
+        self.checkpoints = {int(s) for s in steps}
         return PackState(self.diffs0, self.opt_states0, PackCheckpoint(self.diffs0, self.static, self.evals, self.chunk, {}),
                          np.zeros(len(QUANTITIES), bool))
 
     def advance(self, state: PackState, done: int, target: int) -> tuple[PackState, np.ndarray]:
-        used = state.checkpoint.used if done == 0 else {q for q, on in zip(QUANTITIES, state.names) if on}
-        names = frozenset(used)
+        # those read at checkpoint 0 (every run reads f_train for its loss), or, for a pack joined from
+        # its members' states (:meth:`joined`), at the checkpoint it was joined at
+        names = frozenset({q for q, on in zip(QUANTITIES, state.names) if on} or state.checkpoint.used)
+        measured = names if target in self.checkpoints else frozenset()  # a piece between checkpoints
         diffs, opt_states, finite, computed = _advance_pack(
             state.diffs, self.static, state.opt_states, jnp.asarray(done), jnp.asarray(target - done), self.lr,
-            self.multipliers, self.total, self.keys, self.x, self.y, self.evals, names=names, **self.options)
+            self.multipliers, self.total, self.keys, self.x, self.y, self.evals, names=measured, **self.options)
         checkpoint = PackCheckpoint(diffs, self.static, self.evals, self.chunk, computed)
         return PackState(diffs, opt_states, checkpoint, np.array([q in names for q in QUANTITIES])), np.asarray(finite)
 
@@ -213,6 +217,18 @@ class PackedStepper:
 
     def final(self, state: PackState, member: int) -> tuple[eqx.Module, dict[str, float]]:
         return eqx.combine(unstack(state.diffs, member), self.static), {}
+
+    def member(self, state: PackState, member: int) -> NetworkState:
+        """Member ``member``'s state as :class:`ntkpipe.train.loop.NetworkStepper` holds it."""
+        return NetworkState(unstack(state.diffs, member), unstack(state.opt_states, member), self.static)
+
+    def joined(self, states: Sequence[NetworkState]) -> PackState:
+        """The pack's state from its members' (as a network stepper holds them): the checkpoint at their
+        step is measured from them, and the quantities the advancing call computes are those that
+        measurement reads (:meth:`advance`)."""
+        diffs, opt_states = stack([s.diff for s in states]), stack([s.opt_state for s in states])
+        return PackState(diffs, opt_states, PackCheckpoint(diffs, self.static, self.evals, self.chunk, {}),
+                         np.zeros(len(QUANTITIES), bool))
 
 
 def packed_stepper(runs: Sequence[Run]) -> PackedStepper:

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-FORMAT = 1
+FORMAT = 2
 """The snapshot layout; a snapshot of another layout (or another ntkpipe version) is not used."""
 
 
@@ -53,6 +53,9 @@ class Position:
     seconds: list[float] = field(default_factory=lambda: [0.0, 0.0])
     trained: int = 0
     """Optimizer steps this run has taken itself (not counting those of the run it continues)."""
+    finite: list[bool] = field(default_factory=list)
+    """Per member, whether its steps since the last checkpoint were finite (a run stopped between two
+    checkpoints judges them at the next)."""
 
 
 def _is_key(leaf) -> bool:
@@ -121,7 +124,7 @@ def encode(position: Position, identity: dict) -> bytes:
     meta = {"format": FORMAT, "ntkpipe": __version__, **identity, "index": position.index, "done": position.done,
             "running": position.running, "diverged": position.diverged, "stopped_at": position.stopped_at,
             "records": [len(r) for r in position.records], "record_keys": keys, "seconds": position.seconds,
-            "trained": position.trained}
+            "trained": position.trained, "finite": position.finite}
     buffer = io.BytesIO()
     # numpy's stub types savez's allow_pickle, which **arrays could name (their keys are dotted paths)
     np.savez(buffer, meta=np.array(json.dumps(meta)), **arrays)  # pyright: ignore[reportArgumentType]
@@ -153,10 +156,13 @@ class Snapshot:
         state = with_leaf_arrays(template_state, self._group("state"))
         ends = [None if m["stopped_at"][i] is None else with_leaf_arrays(template_ends[i], self._group(f"ends.{i}"))
                 for i in range(len(m["running"]))]
-        records = [[{k: self.arrays[f"records.{i}.{k}"][c] for k in m["record_keys"][i]} for c in range(n)]
-                   for i, n in enumerate(m["records"])]
+        records = [[self.record(i, c) for c in range(n)] for i, n in enumerate(m["records"])]
         return Position(m["index"], m["done"], state, records, list(m["running"]), list(m["diverged"]), ends,
-                        list(m["stopped_at"]), list(m["seconds"]), m["trained"])
+                        list(m["stopped_at"]), list(m["seconds"]), m["trained"], list(m["finite"]))
+
+    def record(self, member: int, index: int) -> dict:
+        """What member ``member`` measured at checkpoint ``index``."""
+        return {k: self.arrays[f"records.{member}.{k}"][index] for k in self.meta["record_keys"][member]}
 
     def _group(self, prefix: str) -> dict[str, np.ndarray]:
         return {k[len(prefix) + 1:]: v for k, v in self.arrays.items() if k.startswith(prefix + ".")
