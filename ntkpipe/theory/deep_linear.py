@@ -86,12 +86,6 @@ def half_loss_time_asymptote(c0: float, s: float, depth: int) -> float:
     return c0 ** (-(depth - 2.0) / depth) / ((depth - 2.0) * s)
 
 
-def two_layer_gain(times, u0_sq: float, s: float) -> np.ndarray:
-    """u(t)² of Eq. (2) (silent-alignment Eq. C.4)."""
-    e = np.exp(2.0 * s * np.asarray(times, dtype=np.float64))
-    return s * e / (e - 1.0 + s / u0_sq)
-
-
 def aligned_initial_gain(weights, beta, *, tol: float = 1e-14, max_sweeps: int = 10_000) -> float:
     """c₀ of Eq. (1) from the initial weights W_1 … W_L (input side first; W_L the 1 × N readout):
     the end-to-end gain along β of the balanced, β-aligned network nearest to them along the paths
