@@ -108,17 +108,21 @@ def _min_norm_theory(run, traj, item) -> dict:
 
 
 def _mode_strength_theory(run, traj, item) -> dict:
-    """c₀ from ``two_layer.initial_mode_gains`` for two layers (the early phase solved per mode),
-    |W_Lᵀu_k|^L for deeper nets (approximate: it ignores how long the inner layers take to align)."""
-    _, s, u = final_kernel.target_modes(run.data.flat_train, run.data.y_train)
+    """c₀ from ``two_layer.initial_mode_gains`` for two layers (the early phase solved per mode), from
+    ``deep_linear.aligned_mode_gains`` for deeper nets (each mode's nearest balanced aligned chain, off
+    the stronger modes' directions; docs/papers.md §3.5). The earlier |W_Lᵀu_k|^L, which reads the
+    readout alone, put the L = 4 modes' learning times 4 %…39 % late; this puts them 4 %…9 % early."""
+    v, s, u = final_kernel.target_modes(run.data.flat_train, run.data.y_train)
     net = moving_network(run.model0)
     depth = run.spec.model.depth
     if depth == 2:
         c0 = two_layer.initial_mode_gains(net, run.data.flat_train, run.data.y_train)
     else:
-        c0 = np.linalg.norm(np.asarray(net.weights[-1], np.float64).T @ u, axis=0) ** depth
+        c0 = deep_linear.aligned_mode_gains(net.weights, v, u)
     return {"mode_strength_theory": final_kernel.mode_strength_trajectories(traj.time, c0, s, depth).T,
             "mode_target": s,
+            "mode_half_time_theory": np.array([deep_linear.gain_time(c, sk, depth, 0.5 * sk) if 0.0 < c < 0.5 * sk
+                                               else np.nan for c, sk in zip(c0, s)]),
             "multioutput_alignment_theory": final_kernel.multioutput_final_alignment(
                 run.data.flat_train, run.data.y_train, depth)}
 
@@ -209,13 +213,18 @@ MEASUREMENTS = [
                             "model.kind network, one output) trained to convergence from small init, so that its map is "
                             "X⁺y on the inputs' row space (the min-norm interpolant where one exists, D ≥ P); NaN "
                             "otherwise"),
-    Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories, targets s_k and the final "
-                "alignment with C outputs (silent-alignment App. H, Fig. H.1)",
+    Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories, their learning times "
+                "(c_k = s_k/2), targets s_k and the final alignment with C outputs (silent-alignment App. H, Fig. H.1)",
                 (series("mode_strength_theory", "mode strength (theory)", "mode", theory_of="mode_strength",
                         description="each target mode k follows ċ = L c^{2−2/L}(s_k − c) (Saxe et al. 2014; "
                                     "silent-alignment App. H, Fig. H.1) from c₀ of the initial weights"),
                  Variable("mode_target", "target singular value s_k", ("mode",),
                           description="singular values s_k of the target map Σ_yx = Yᵀx/P, the modes' asymptotes"),
+                 Variable("mode_half_time_theory", "mode learning time t_k (ODE)", ("mode",), units=TIME_UNITS,
+                          theory_of="mode_half_time",
+                          description="the time c_k(t) of ċ = L c^{2−2/L}(s_k − c) reaches s_k/2 from the same c₀ "
+                                      "(docs/papers.md §3.2, §3.5; for L = 2, (1/2s_k) ln(s_k/c₀ − 1)); NaN where "
+                                      "c₀ ≥ s_k/2"),
                  Variable("multioutput_alignment_theory", "final alignment (linear-net theory, C outputs)",
                           theory_of="alignment",
                           description="A(K∞, yyᵀ) of the final NTK of a depth-L linear net with C outputs on the training "
