@@ -40,7 +40,7 @@ train:
   dtype: float64
   max_time: 12
   checkpoints: {per_decade: 20}
-measure: [loss, mode_strength, mode_strength_theory]
+measure: [loss, mode_strength, mode_half_time, mode_strength_theory]
 """
 """Two outputs, so two target modes s₁ > s₂ learned one after the other (silent-alignment App. H)."""
 
@@ -424,6 +424,26 @@ def test_mode_strength_theory_follows_the_simulated_modes(modes):
         np.testing.assert_allclose(theory[:, k], sk * c0 * e / (sk - c0 + c0 * e), rtol=1e-6)
         assert np.max(np.abs(measured[:, k] - theory[:, k])) < 3e-2 * sk, k
         assert measured[-1, k] == pytest.approx(sk, rel=1e-2)
+
+
+@pytest.mark.computes("mode_half_time")
+def test_mode_half_time_by_hand_and_against_the_ode(modes):
+    """t_k by hand: the checkpoints bracketing m_k = s_k/2, linearly interpolated; the ODE's time is
+    (1/2s_k) ln(s_k/c₀ − 1) (Eq. C.4 at c = s_k/2) from the theory's c₀. The network is later by Euler's
+    lag: measured (t_ODE − t)/t = −0.62 % (mode 1, s = 2) and −0.07 % (mode 2) at η = 0.005; bound 2 %."""
+    _, ds = modes
+    t, s = ds["time"].values, ds["mode_target"].values
+    measured = ds["mode_strength"].values
+    for k, sk in enumerate(s):
+        i = int(np.argmax(measured[:, k] >= sk / 2))
+        t0, t1, m0, m1 = t[i - 1], t[i], measured[i - 1, k], measured[i, k]
+        by_hand = t0 + (sk / 2 - m0) * (t1 - t0) / (m1 - m0)
+        assert float(ds["mode_half_time"][k]) == pytest.approx(by_hand, rel=1e-12)
+        c0 = float(ds["mode_strength_theory"][0, k])
+        ode = np.log(sk / c0 - 1) / (2 * sk)
+        assert float(ds["mode_half_time_theory"][k]) == pytest.approx(ode, rel=1e-7)
+        assert ode == pytest.approx(by_hand, rel=2e-2), (ode, by_hand)
+    assert float(ds["mode_half_time"][0]) < float(ds["mode_half_time"][1])  # the stronger mode first
 
 
 # --- deep linear nets at convergence (silent-alignment App. E.2–E.3, G.1) --------------------------

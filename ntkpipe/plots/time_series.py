@@ -115,9 +115,10 @@ def _is_theory(name: str) -> bool:
 
 
 def _mark_style(name: str, color) -> dict:
-    """A measured time is a filled dot; a theory time an open diamond in the theory's shade (gid THEORY)."""
+    """A measured time is a filled dot; a theory time an open diamond in the theory's shade (gid
+    THEORY is kept for dashed lines)."""
     if _is_theory(name):
-        return {"marker": "D", "mfc": "none", "mec": darker(color), "mew": 1.5, "ms": 7, "gid": THEORY}
+        return {"marker": "D", "mfc": "none", "mec": darker(color), "mew": 1.5, "ms": 7}
     return {"marker": "o", "color": color, "ms": 5}
 
 

@@ -49,7 +49,8 @@ def _inputs(spec: DataOptions, rng: np.random.Generator) -> np.ndarray:
 def teachers(spec: DataOptions, rng: np.random.Generator) -> np.ndarray:
     """β_1 … β_C as columns (D, C), scaled so that y_c = β_cᵀx ~ N(0, 1) for every input law:
     unit β_c for x ~ N(0, I_D); β_c ~ N(0, I_D) for x on the unit sphere (kernel-alignment Sec. 5.2);
-    β_c = n for inputs on the line x = a·n."""
+    β_c = n for inputs on the line x = a·n. With ``singular_values`` the drawn β_c are made orthonormal
+    and β_c scaled to |β_c| = s_c, so that y_c = s_c β̂_cᵀx."""
     if spec.inputs == "line":  # β_c = n, the line's direction: y = s·a (solvable-model Sec. 2)
         return np.repeat(line_direction(spec.dim, spec.seed)[:, None], spec.teachers, axis=1)
     if spec.inputs == "gaussian":
