@@ -50,7 +50,7 @@ def _irreducible(run) -> float:
 def _overlaps_theory(run, traj, item) -> dict:
     """q, r from the measured (q₀, r₀) (Eq. 50–51) and u² from the measured u₀² = |a₀|² as well
     (``two_layer.readout_norm_sq``, docs/papers.md §3.3); Eq. C.4 from u₀² = (q₀ + r₀)/2 assumed a
-    balanced init and started 2.5× (synthetic) and 1.4× (digits) below the measured u² (issue 26).
+    balanced init and started 3.0× (synthetic, 2.5× in issue 26) and 1.4× (digits) below the measured u².
     Errors are per time: |ln(measured/theory)| for q and u², which grow over decades, and
     |r − r_theory|/q_theory for r, which crosses 0. On whitened data the loss is ½(s − r)² + ½|w⊥|² + the
     irreducible loss (w = Wᵀa, r = wᵀβ); the theory's w stays along β, so its loss is
