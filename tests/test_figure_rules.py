@@ -63,7 +63,26 @@ def seeds_dataset() -> xr.Dataset:
                       coords={"model_kind": ["ofe_fit", "kgd"], "seed": [0, 1, 2], "time": time, "width": width})
 
 
+def modes_dataset() -> xr.Dataset:
+    """Two modes' logistic strengths m_k = s_k/(1 + e^{−4(t − τ_k)}) (half at τ_k = 2, 8) with their
+    theory 10 % earlier, and the learning times of both."""
+    time = np.concatenate([[0.0], np.geomspace(0.1, 100.0, 61)])
+    s, tau = np.array([1.0, 0.5]), np.array([2.0, 8.0])
+    strength = s[:, None] / (1.0 + np.exp(-4.0 * (time[None] - tau[:, None])))
+    theory = s[:, None] / (1.0 + np.exp(-4.0 * (time[None] - 0.9 * tau[:, None])))
+    return xr.Dataset({"mode_strength": (("mode", "time"), strength),
+                       "mode_strength_theory": (("mode", "time"), theory),
+                       "mode_half_time": (("mode",), tau), "mode_half_time_theory": (("mode",), 0.9 * tau)},
+                      coords={"mode": [1, 2], "time": time})
+
+
+MARKS = {"kind": "time_series", "variables": ["mode_strength"], "hue": "mode",
+         "theory": {"mode_strength": "mode_strength_theory"},
+         "marks": {"mode_strength": ["mode_half_time", "mode_half_time_theory"]}}
+
+
 CASES = {**FIGURES,
+         "time_series_marks": (modes_dataset, MARKS),
          "time_series_seeds_theory": (seeds_dataset, {"kind": "time_series", "variables": ["loss"], "hue": "model_kind",
                                                       "theory": {"loss": "loss_theory"}, "logy": ["loss"]}),
          "sweep_fit_markup": (seeds_dataset, {"kind": "sweep", "x": "width", "y": "kernel_norm", "logx": True,
@@ -91,6 +110,30 @@ def test_every_figure_kind_keeps_the_rules(case):
         tight = ax.get_tightbbox(renderer)
         assert box.x0 <= tight.x0 and tight.x1 <= box.x1 and box.y0 <= tight.y0 and tight.y1 <= box.y1
     assert figure_defects(fig) == []
+
+
+@pytest.mark.computes("figure:time_series")
+def test_marks_sit_on_their_lines_at_their_times():
+    """Each mode's learning time is a dot on its measured line and the ODE's an open diamond on the
+    theory line, at the value interpolated on the drawn segment (linear in ln t on the
+    log time axis); the legend names both."""
+    ds = modes_dataset()
+    fig = drawn(ds, MARKS)
+    ax = fig.axes[0]
+    dots = [line for line in ax.get_lines() if line.get_marker() == "o" and len(line.get_xydata())]
+    diamonds = [line for line in ax.get_lines() if line.get_marker() == "D" and len(line.get_xydata())]
+    assert len(dots) == len(diamonds) == 2 and all(d.get_markerfacecolor() == "none" for d in diamonds)
+    t = ds["time"].values[1:]
+    for k in range(2):
+        for marks, curve, when in ((dots, ds["mode_strength"], ds["mode_half_time"]),
+                                   (diamonds, ds["mode_strength_theory"], ds["mode_half_time_theory"])):
+            at = float(when[k])
+            expected = np.interp(np.log(at), np.log(t), curve.values[k, 1:])
+            (x, y), = marks[k].get_xydata()
+            assert (x, y) == (pytest.approx(at), pytest.approx(expected, rel=1e-12))
+    (legend,) = legends(fig)
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert {as_math(VARIABLES[n].label) for n in ("mode_half_time", "mode_half_time_theory")} <= set(labels), labels
 
 
 def test_theory_lines_in_the_legend_are_dashed_samples_not_words():

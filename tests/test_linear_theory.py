@@ -149,7 +149,8 @@ def test_overlaps_limits_and_logistic():
     q, r = two_layer.overlaps(t, q0, s, r0=r0)
     assert (q[0], r[0]) == (pytest.approx(q0, rel=1e-14), pytest.approx(r0, rel=1e-14))
     assert (q[-1], r[-1]) == (pytest.approx(s, rel=1e-12), pytest.approx(s, rel=1e-12))
-    np.testing.assert_allclose(0.5 * (q + r), deep_linear.two_layer_gain(t, 0.5 * (q0 + r0), s), rtol=1e-12)
+    c0, e = 0.5 * (q0 + r0), np.exp(2 * s * t)
+    np.testing.assert_allclose(0.5 * (q + r), s * e / (e - 1 + s / c0), rtol=1e-12)
     early = t < 2.0
     q, r = two_layer.overlaps(t[early], q0, s)
     np.testing.assert_allclose(q, q0 * np.cosh(2 * s * t[early]), rtol=1e-5)
@@ -159,6 +160,43 @@ def test_overlaps_limits_and_logistic():
     q, r = two_layer.overlaps(t, q0, s)
     np.testing.assert_allclose(q, 2 * s * np.cosh(2 * s * t) / (e - 1 + 2 * s / q0), rtol=1e-12)
     np.testing.assert_allclose(r, 2 * s * np.sinh(2 * s * t) / (e - 1 + 2 * s / q0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("d,width", [(25, 10), (64, 100)])
+def test_readout_norm_from_the_measured_init_matches_gradient_flow(d, width):
+    """u(t)² = q(t) + u₀² − q₀ (docs/papers.md §3.3) against gradient flow integrated by DOP853 from the
+    net's own, unbalanced init (σ = 1e-3, s = 1, P = 100 whitened points; D = 25, N = 10 as the
+    synthetic case, D = 64, N = 100 as digits). Measured max_t |ln(u²/u²_theory)| = 6.1e-6 and 6.9e-6
+    (what is left: the O(σ²) part of W off β and the O(σ²) error of Eq. 50–51's closed form); Eq. C.4
+    from u₀² = (q₀ + r₀)/2 starts 2.49× and 1.44× below u₀² and is off by 0.91 and 0.37 in log."""
+    rng = np.random.default_rng(d)
+    s, sigma = 1.0, 1e-3
+    x = _whitened(rng, 100, d)
+    beta = _unit(rng, d)
+    model = _linear_net(d, width, 2, sigma=sigma, seed=d)
+    t = np.concatenate([[0.0], np.geomspace(1e-2, 16.0, 120)])
+    path = _gradient_flow(_weights(model), x, s * x @ beta[:, None], t)
+    u_sq = np.array([float(a[0] @ a[0]) for _, a in path])
+    q0, r0 = two_layer.initial_overlaps(model, beta)
+    theory = two_layer.readout_norm_sq(t, q0, s, r0, u_sq[0])
+    assert theory[0] == pytest.approx(u_sq[0], rel=1e-12)
+    assert u_sq[-1] == pytest.approx(s, rel=1e-4)  # trained past the transition
+    assert two_layer.max_log_error(u_sq, theory) < 1e-4
+    e = np.exp(2 * s * t)
+    balanced = s * e / (e - 1 + 2 * s / (q0 + r0))  # Eq. C.4 from u₀² = (q₀ + r₀)/2
+    assert u_sq[0] / balanced[0] > 1.4
+    assert two_layer.max_log_error(u_sq, balanced) > 0.3
+
+
+def test_per_time_errors_by_hand():
+    """max_t |ln(m/θ)| and max_t |m − θ|/scale on four numbers: ln 2 at t = 1 (m = 2θ), the entries
+    with a non-positive or NaN value left out; |0.3 − 0.1|/0.5 = 0.4 at t = 2."""
+    measured = np.array([1e-8, 2e-4, 0.9, -1.0, np.nan])
+    theory = np.array([1.1e-8, 1e-4, 1.0, 1.0, 1.0])
+    assert two_layer.max_log_error(measured, theory) == pytest.approx(np.log(2.0), rel=1e-12)
+    assert np.isnan(two_layer.max_log_error([-1.0], [1.0]))
+    r, r_theory, q = np.array([0.0, 0.01, 0.3, np.nan]), np.array([0.001, 0.0, 0.1, 0.0]), np.array([0.01, 0.1, 0.5, 1])
+    assert two_layer.max_scaled_error(r, r_theory, q) == pytest.approx(0.4, rel=1e-12)
 
 
 # --- final NTK of deep linear nets (App. E.2) ------------------------------------------------------
@@ -343,6 +381,54 @@ def test_deep_mode_strengths_follow_ode():
         else:
             assert np.all(error < bound), error
     np.testing.assert_allclose(measured[:, -1], strengths, rtol=1e-4)
+
+
+def test_gain_time_against_the_closed_form_and_the_trajectory():
+    """c(t) = s/2 at t = (1/2s) ln(s/c₀ − 1) for L = 2 (Eq. C.4); for L = 3, 4 the trajectory of Eq. (1)
+    reaches the level at the returned time; t½ is the gain time of c½."""
+    s, c0 = 0.5, 2e-5
+    assert deep_linear.gain_time(c0, s, 2, s / 2) == pytest.approx(np.log(s / c0 - 1) / (2 * s), rel=1e-8)
+    for depth in (3, 4):
+        t = deep_linear.gain_time(c0, s, depth, 0.3)
+        assert deep_linear.gain_trajectory([0.0, t], c0, s, depth)[-1] == pytest.approx(0.3, rel=1e-5)
+    assert deep_linear.half_loss_time(c0, s, 3) == pytest.approx(
+        deep_linear.gain_time(c0, s, 3, deep_linear.half_loss_gain(c0, s)), rel=1e-12)
+    with pytest.raises(ValueError, match="level"):
+        deep_linear.gain_time(c0, s, 2, 1.2 * s)
+
+
+def test_aligned_mode_gains_at_two_layers_are_the_qr_of_the_growing_directions():
+    """At L = 2 the per-mode aligned chain, deflated by the stronger modes' hidden directions, is
+    ``two_layer.initial_mode_gains`` (R_kk² of the QR of g_k = (W₂ᵀu_k + W₁v_k)/2), computed apart."""
+    rng = np.random.default_rng(3)
+    x, y, _, _ = _mode_task(rng, np.array([3.0, 2.0, 1.0]))
+    model = _linear_net(25, 20, 2, sigma=1e-2, seed=3, out_size=3)
+    v, _, u = final_kernel.target_modes(x, y)
+    np.testing.assert_allclose(deep_linear.aligned_mode_gains(_weights(model), v, u),
+                               two_layer.initial_mode_gains(model, x, y), rtol=1e-8)
+
+
+@pytest.mark.parametrize("depth,sigma,t_max,bound", [(3, 1e-2, 200.0, 0.08), (4, 0.05, 400.0, 0.25)])
+def test_deep_mode_times_from_aligned_gains(depth, sigma, t_max, bound):
+    """C = 3 modes s = (4, 2, 1), N = 30, gradient flow (DOP853) from σ-small init: each mode's learning
+    time (m_k = s_k/2) against the ODE's from c₀ of ``aligned_mode_gains``, no fit. Measured t_ODE/t − 1:
+    −0.014, −0.038, −0.021 (L = 3, σ = 1e-2) and 0.001, −0.123, −0.010 (L = 4, σ = 0.05); the bounds are
+    twice the largest: the ODE's balanced chain is an approximation for the unbalanced init. The readout
+    alone, c₀ = |W_Lᵀu_k|^L, is off by −0.19 … −0.25 (L = 3) and −0.17 … −0.42 (L = 4)."""
+    from ntkpipe.measure.outputs import mode_half_times
+
+    strengths = np.array([4.0, 2.0, 1.0])
+    model, x, y, times, measured = _simulated_mode_strengths(depth, 30, sigma, strengths, t_max, seed=7)
+    v, s, u = final_kernel.target_modes(x, y)
+    measured_times = mode_half_times(times, measured.T, s)
+    weights = _weights(model)
+    c0 = deep_linear.aligned_mode_gains(weights, v, u)
+    theory = np.array([deep_linear.gain_time(c, sk, depth, sk / 2) for c, sk in zip(c0, s)])
+    assert np.all(np.diff(measured_times) > 0)
+    assert np.max(np.abs(theory / measured_times - 1)) < bound, theory / measured_times - 1
+    readout = np.linalg.norm(weights[-1].T @ u, axis=0) ** depth
+    readout_times = np.array([deep_linear.gain_time(c, sk, depth, sk / 2) for c, sk in zip(readout, s)])
+    assert np.max(np.abs(readout_times / measured_times - 1)) > np.max(np.abs(theory / measured_times - 1))
 
 
 # --- final NTK with several outputs (App. H) -------------------------------------------------------

@@ -111,3 +111,24 @@ def test_options_that_sources_share_are_declared_alike(monkeypatch):
     monkeypatch.setitem(SOURCES, "other", Source("other", TakesNTrain, base.load, base.input_shape, base.outputs, {}))
     with pytest.raises(TypeError, match="source 'other' declares 'n_train', which every source takes"):
         schema._source_options()
+
+
+def test_linear_teacher_singular_values_are_those_of_the_target_map():
+    """``singular_values``: orthonormal β_c and y_c = s·s_c β_cᵀx, so on whitened inputs Σ_yx = Yᵀx/P
+    has singular values s·s_c exactly (silent-alignment App. H); the rules name the key to fix."""
+    spec = DataSpec.model_validate({"source": "linear_teacher", "dim": 6, "n_train": 40, "gamma": 0.0, "teachers": 3,
+                                    "teacher_scale": 2.0, "singular_values": [1.0, 0.5, 0.25]})
+    data = load_dataset(spec)
+    x, y = data.flat_train, data.y_train
+    np.testing.assert_allclose(x.T @ x / len(x), np.eye(6), atol=1e-10)
+    np.testing.assert_allclose(np.linalg.svd(y.T @ x / len(x), compute_uv=False), [2.0, 1.0, 0.5], rtol=1e-10)
+    np.testing.assert_allclose(data.beta.T @ data.beta, np.diag([1.0, 0.25, 0.0625]), atol=1e-12)
+    assert "singular_values" not in DataSpec.model_validate({"source": "linear_teacher", "dim": 2,
+                                                             "n_train": 1}).model_dump()
+    for extra, match in (({"singular_values": [1.0, 0.5]}, "one per teacher"),
+                         ({"inputs": "line"}, "inputs: line"),
+                         ({"dim": 2}, "do not fit in dim"),
+                         ({"singular_values": [1.0, 0.0, 0.5]}, "positive")):
+        with pytest.raises(ValidationError, match=match):
+            DataSpec.model_validate({"source": "linear_teacher", "dim": 6, "n_train": 4, "teachers": 3,
+                                     "singular_values": [1.0, 0.5, 0.25], **extra})

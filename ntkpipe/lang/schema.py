@@ -678,6 +678,10 @@ class TimeSeriesFigure(Strict):
     """{variable: initial | final | change}: divide the variable by its value at init or at the end, or (change) subtract its value at init (its growth, e.g. kernel-alignment Fig. 7)"""
     theory: dict[str, str] = {}
     """{variable: theory variable}: the theory (series or scalar) drawn dashed"""
+    marks: dict[str, list[str]] = Field(default_factory=dict, exclude_if=lambda v: not v, description=(
+        "{variable: [time variables]}: times per run (and per hue value, e.g. mode_half_time per mode) marked "
+        "on that variable's lines, a measured time as a dot on the measured line, a theory time (e.g. "
+        "mode_half_time_theory) as an open diamond on the theory line"))
     logx: bool = True
     """logarithmic time axis"""
     logy: list[str] = []
@@ -698,7 +702,11 @@ class TimeSeriesFigure(Strict):
     def problems(self, check) -> list:
         out = [p for j, v in enumerate(self.variables) for p in check.variable(v, ("series",), ("variables", j))]
         out += [p for v, theory in self.theory.items() for p in check.variable(theory, ANY_VARIABLE, ("theory", v))]
-        for key in list(self.theory) + list(self.normalize) + self.logy:
+        out += [p for v, times in self.marks.items() for j, m in enumerate(times)
+                for p in check.variable(m, ("scalar", "array"), ("marks", v, j))]
+        if any(self.normalize.get(v) for v in self.marks):
+            out += check.problem(("marks",), "marks are drawn on unnormalized lines: drop normalize of a marked variable")
+        for key in list(self.theory) + list(self.normalize) + self.logy + list(self.marks):
             if key not in self.variables:
                 out += check.problem((), f"{key!r} is given settings but is not in variables")
         return out + check.dim(self.hue, self.variables, ("hue",), "hue") + check.axis(self.col, ("col",), "col")

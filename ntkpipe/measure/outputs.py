@@ -10,7 +10,7 @@ from ntkpipe.measure.accuracy import accuracy
 from ntkpipe.measure.crossing import first_crossing, half_loss_time
 from ntkpipe.measure.options import Option
 from ntkpipe.measure.record import TIME_UNITS, Measurement, Variable, series
-from ntkpipe.theory.final_kernel import mode_strengths
+from ntkpipe.theory.final_kernel import mode_strengths, target_modes
 from ntkpipe.train.losses import LOSSES
 
 
@@ -21,6 +21,15 @@ def mean_loss(f: np.ndarray, y: np.ndarray, name: str) -> float:
 
 def train_loss(view, item) -> dict:
     return {"loss": mean_loss(view.f_train, view.run.data.y_train, view.run.spec.train.loss)}
+
+
+def mode_half_times(times: np.ndarray, strengths: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(K,): per mode the first t at which m_k(t) reaches s_k/2, interpolated between checkpoints
+    (``first_crossing``), NaN for a mode that starts at or above it or never reaches it; ``strengths``
+    is (T, K). The time a mode is learned (silent-alignment App. H, Fig. H.1)."""
+    strengths = np.asarray(strengths, dtype=np.float64)
+    return np.array([first_crossing(times, m, 0.5 * s, downward=False) if m[0] < 0.5 * s else np.nan
+                     for m, s in zip(strengths.T, np.asarray(targets, dtype=np.float64))])
 
 
 MEASUREMENTS = [
@@ -47,6 +56,15 @@ MEASUREMENTS = [
                 lambda view, item: {"mode_strength": mode_strengths(view.f_train, view.run.data.flat_train,
                                                                     view.run.data.y_train)[0]},
                 kernel_models=True),
+    Measurement("mode_half_time", "final", "t_k: first time the mode strength m_k reaches half its target s_k, "
+                "interpolated between checkpoints: when mode k is learned (silent-alignment App. H, Fig. H.1)",
+                (Variable("mode_half_time", "mode learning time t_k (m_k = s_k/2)", ("mode",), units=TIME_UNITS,
+                          description="first t with m_k(t) = s_k/2, s_k the k-th singular value of Σ_yx = Yᵀx/P; NaN "
+                                      "for a mode that starts at or above s_k/2 or never reaches it"),),
+                lambda run, traj, item: {"mode_half_time": mode_half_times(
+                    traj.time, traj.series["mode_strength"],
+                    target_modes(run.data.flat_train, run.data.y_train)[1])},
+                depends_on=("mode_strength",), kernel_models=True),
     Measurement("t_half", "final", "t½: first time the training loss reaches half its initial value, "
                 "interpolated between checkpoints (silent-alignment Fig. 3a)",
                 (Variable("t_half", "t½", units=TIME_UNITS),),

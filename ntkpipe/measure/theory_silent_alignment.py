@@ -48,19 +48,25 @@ def _irreducible(run) -> float:
 
 
 def _overlaps_theory(run, traj, item) -> dict:
-    """u₀² = (q₀ + r₀)/2 plays c₀ (App. C.5); deviations are relative to the theory curve's maximum.
-    On whitened data the loss is ½(s − r)² + ½|w⊥|² + the irreducible loss (w = Wᵀa, r = wᵀβ); the
-    theory's w stays along β, so its loss is ½(s − r_theory)² + the irreducible loss (Fig. C.2a)."""
+    """q, r from the measured (q₀, r₀) (Eq. 50–51) and u² from the measured u₀² = |a₀|² as well
+    (``two_layer.readout_norm_sq``, docs/papers.md §3.3); Eq. C.4 from u₀² = (q₀ + r₀)/2 assumed a
+    balanced init and started 3.0× (synthetic, 2.5× in issue 26) and 1.4× (digits) below the measured u².
+    Errors are per time: |ln(measured/theory)| for q and u², which grow over decades, and
+    |r − r_theory|/q_theory for r, which crosses 0. On whitened data the loss is ½(s − r)² + ½|w⊥|² + the
+    irreducible loss (w = Wᵀa, r = wᵀβ); the theory's w stays along β, so its loss is
+    ½(s − r_theory)² + the irreducible loss (Fig. C.2a)."""
     beta, s = run.teacher
-    q0, r0 = two_layer.initial_overlaps(moving_network(run.model0), beta)
+    net = moving_network(run.model0)
+    q0, r0 = two_layer.initial_overlaps(net, beta)
+    readout = np.asarray(net.weights[1], dtype=np.float64)[0]
     q, r = two_layer.overlaps(traj.time, q0, s, r0)
-    u_sq = deep_linear.two_layer_gain(traj.time, (q0 + r0) / 2.0, s)
-    out: dict[str, np.ndarray | float] = {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq,
-                                          "two_layer_loss_theory": 0.5 * (s - r) ** 2 + _irreducible(run)}
-    for name, theory in (("q", q), ("r", r), ("readout_norm_sq", u_sq)):
-        simulated = traj.series[name]
-        out[f"{name}_max_relerr"] = float(np.nanmax(np.abs(simulated - theory)) / np.max(np.abs(theory)))
-    return out
+    u_sq = two_layer.readout_norm_sq(traj.time, q0, s, r0, float(readout @ readout))
+    series = traj.series
+    return {"q_theory": q, "r_theory": r, "readout_norm_sq_theory": u_sq,
+            "two_layer_loss_theory": 0.5 * (s - r) ** 2 + _irreducible(run),
+            "q_max_logerr": two_layer.max_log_error(series["q"], q),
+            "r_max_relerr_q": two_layer.max_scaled_error(series["r"], r, q),
+            "readout_norm_sq_max_logerr": two_layer.max_log_error(series["readout_norm_sq"], u_sq)}
 
 
 def _final_ntk(run, traj, item) -> dict:
@@ -102,17 +108,21 @@ def _min_norm_theory(run, traj, item) -> dict:
 
 
 def _mode_strength_theory(run, traj, item) -> dict:
-    """c₀ from ``two_layer.initial_mode_gains`` for two layers (the early phase solved per mode),
-    |W_Lᵀu_k|^L for deeper nets (approximate: it ignores how long the inner layers take to align)."""
-    _, s, u = final_kernel.target_modes(run.data.flat_train, run.data.y_train)
+    """c₀ from ``two_layer.initial_mode_gains`` for two layers (the early phase solved per mode), from
+    ``deep_linear.aligned_mode_gains`` for deeper nets (each mode's nearest balanced aligned chain, off
+    the stronger modes' directions; docs/papers.md §3.5). The earlier |W_Lᵀu_k|^L, which reads the
+    readout alone, put the L = 4 modes' learning times 4 %…39 % late; this puts them 4 %…9 % early."""
+    v, s, u = final_kernel.target_modes(run.data.flat_train, run.data.y_train)
     net = moving_network(run.model0)
     depth = run.spec.model.depth
     if depth == 2:
         c0 = two_layer.initial_mode_gains(net, run.data.flat_train, run.data.y_train)
     else:
-        c0 = np.linalg.norm(np.asarray(net.weights[-1], np.float64).T @ u, axis=0) ** depth
+        c0 = deep_linear.aligned_mode_gains(net.weights, v, u)
     return {"mode_strength_theory": final_kernel.mode_strength_trajectories(traj.time, c0, s, depth).T,
             "mode_target": s,
+            "mode_half_time_theory": np.array([deep_linear.gain_time(c, sk, depth, 0.5 * sk) if 0.0 < c < 0.5 * sk
+                                               else np.nan for c, sk in zip(c0, s)]),
             "multioutput_alignment_theory": final_kernel.multioutput_final_alignment(
                 run.data.flat_train, run.data.y_train, depth)}
 
@@ -126,27 +136,29 @@ MEASUREMENTS = [
                 assumptions=f"deep linear net (activation linear, depth ≥ 2), {_GRADIENT_FLOW}; NaN otherwise, "
                             "or when c₀ ≥ s (the loss cannot halve)"),
     Measurement("two_layer_theory", "final",
-                "q(t), r(t) (Eq. 50–51), u(t)² (Eq. C.4), the loss ½(s − r)² they give (Fig. C.2a) and the "
-                "simulation's largest deviation from them",
+                "q(t), r(t) (Eq. 50–51), u(t)² (Eq. C.4 from the measured initial state), the loss ½(s − r)² "
+                "they give (Fig. C.2a) and the simulation's largest deviation from them at any time",
                 (series("q_theory", "q(t) theory", theory_of="q",
                         description="q(t) of Eq. 50–51 (silent-alignment App. C) from the measured q₀, r₀"),
                  series("r_theory", "r(t) theory", theory_of="r",
                         description="r(t) of Eq. 50–51 (silent-alignment App. C) from the measured q₀, r₀"),
                  series("readout_norm_sq_theory", "u² theory", theory_of="readout_norm_sq",
-                        description="u(t)² of Eq. C.4, the two-layer gain ODE from u₀² = (q₀ + r₀)/2 (App. C.5)"),
+                        description="u(t)² = q(t) + u₀² − q₀ from the measured u₀² = |a₀|², q₀, r₀: Eq. C.4's logistic "
+                                    "plus the decaying mode and the conserved imbalance ½(|a|² − |Wβ|²) "
+                                    "(docs/papers.md §3.3)"),
                  series("two_layer_loss_theory", "training loss (two-layer theory)", theory_of="loss",
                         description="½(s − r_theory(t))² plus the irreducible loss of the best linear predictor: the "
                                     "loss of a net whose end-to-end weights Wᵀa stay along β, on whitened data "
                                     "(silent-alignment Fig. C.2a)"),
-                 Variable("q_max_relerr", "max |q − q_theory| / max q_theory",
-                          description="max_t |q − q_theory| / max_t |q_theory|: the simulation's largest deviation "
-                                      "from Eq. 50–51"),
-                 Variable("r_max_relerr", "max |r − r_theory| / max r_theory",
-                          description="max_t |r − r_theory| / max_t |r_theory|: the simulation's largest deviation "
-                                      "from Eq. 50–51"),
-                 Variable("readout_norm_sq_max_relerr", "max |u² − u²_theory| / max u²_theory",
-                          description="max_t |u² − u²_theory| / max_t |u²_theory|: the simulation's largest deviation "
-                                      "from Eq. C.4")),
+                 Variable("q_max_logerr", "max_t |ln(q / q_theory)|",
+                          description="max_t |ln(q(t)/q_theory(t))|: the simulation's largest deviation from Eq. 50–51 "
+                                      "relative to the value at each time (q grows from O(σ²) to s)"),
+                 Variable("r_max_relerr_q", "max_t |r − r_theory| / q_theory",
+                          description="max_t |r(t) − r_theory(t)|/q_theory(t): the deviation from Eq. 50–51 at each time, "
+                                      "scaled by q ≥ |r| because r crosses 0"),
+                 Variable("readout_norm_sq_max_logerr", "max_t |ln(u² / u²_theory)|",
+                          description="max_t |ln(u(t)²/u²_theory(t))|: the simulation's largest deviation from u² = q + "
+                                      "u₀² − q₀ (docs/papers.md §3.3) relative to the value at each time")),
                 _overlaps_theory, req.two_layer_linear_theory,
                 depends_on=("teacher_overlaps", "readout_norm_sq"), architectures=MLP_ONLY, where_applicable=True,
                 assumptions=f"two-layer linear net (depth 2, activation linear), {_GRADIENT_FLOW}; NaN otherwise"),
@@ -201,13 +213,18 @@ MEASUREMENTS = [
                             "model.kind network, one output) trained to convergence from small init, so that its map is "
                             "X⁺y on the inputs' row space (the min-norm interpolant where one exists, D ≥ P); NaN "
                             "otherwise"),
-    Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories, targets s_k and the final "
-                "alignment with C outputs (silent-alignment App. H, Fig. H.1)",
+    Measurement("mode_strength_theory", "final", "per-mode deep-linear ODE trajectories, their learning times "
+                "(c_k = s_k/2), targets s_k and the final alignment with C outputs (silent-alignment App. H, Fig. H.1)",
                 (series("mode_strength_theory", "mode strength (theory)", "mode", theory_of="mode_strength",
                         description="each target mode k follows ċ = L c^{2−2/L}(s_k − c) (Saxe et al. 2014; "
                                     "silent-alignment App. H, Fig. H.1) from c₀ of the initial weights"),
                  Variable("mode_target", "target singular value s_k", ("mode",),
                           description="singular values s_k of the target map Σ_yx = Yᵀx/P, the modes' asymptotes"),
+                 Variable("mode_half_time_theory", "mode learning time t_k (ODE)", ("mode",), units=TIME_UNITS,
+                          theory_of="mode_half_time",
+                          description="the time c_k(t) of ċ = L c^{2−2/L}(s_k − c) reaches s_k/2 from the same c₀ "
+                                      "(docs/papers.md §3.2, §3.5; for L = 2, (1/2s_k) ln(s_k/c₀ − 1)); NaN where "
+                                      "c₀ ≥ s_k/2"),
                  Variable("multioutput_alignment_theory", "final alignment (linear-net theory, C outputs)",
                           theory_of="alignment",
                           description="A(K∞, yyᵀ) of the final NTK of a depth-L linear net with C outputs on the training "

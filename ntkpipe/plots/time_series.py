@@ -7,7 +7,8 @@ theory is a horizontal dashed line. Lines are means with a ±1 sd band over the 
 (e.g. seeds; the legend says over how many); on a log time axis the value at t = 0 is a marker at
 the left edge. Numeric hues with many values get a colour bar. Diverged runs
 are not drawn, nor points a log axis cannot show (time 0 on the default log time axis, values ≤ 0);
-a panel with nothing to draw says why. One legend lists the lines of every panel (each hue value
+a panel with nothing to draw says why. ``marks`` puts times (e.g. each mode's learning time) on
+the lines: a measured time as a dot, a theory time as an open diamond on the theory line. One legend lists the lines of every panel (each hue value
 drawn in any of them) and, per column, how many of its runs diverged.
 """
 
@@ -22,6 +23,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from ntkpipe.labels import TIME_LABEL, axis_label, variable_label
 from ntkpipe.layout import axis_values, final_value, select, sub_grid
+from ntkpipe.measure.registry import VARIABLES
 from ntkpipe.plots.checks import THEORY
 from ntkpipe.plots.finish import explain_empty, figure_legend, finish_figure
 from ntkpipe.plots.style import (
@@ -108,6 +110,33 @@ def _theory(ax, theory: xr.DataArray, color, how: str | None, reference: xr.Data
             ax.axhline(level, color=darker(color), ls="--", lw=1.3, zorder=3, gid=THEORY)
 
 
+def _is_theory(name: str) -> bool:
+    return name in VARIABLES and bool(VARIABLES[name].theory_of)
+
+
+def _mark_style(name: str, color) -> dict:
+    """A measured time is a filled dot; a theory time an open diamond in the theory's shade (gid
+    THEORY is kept for dashed lines)."""
+    if _is_theory(name):
+        return {"marker": "D", "mfc": "none", "mec": darker(color), "mew": 1.5, "ms": 7}
+    return {"marker": "o", "color": color, "ms": 5}
+
+
+def _mark(ax, t: float, line: xr.DataArray, theory: xr.DataArray | None, name: str, color) -> None:
+    """The time ``t`` of the variable ``name`` (``marks``) on the line it belongs to: a theory time on
+    the theory's series when there is one, else on the measured line, at the value interpolated on the
+    drawn segment there."""
+    curve = _mean_line(theory) if _is_theory(name) and theory is not None and "time" in theory.dims else line
+    times = curve["time"].values
+    keep = drawable(ax, times, curve.values)
+    if not np.isfinite(t) or t <= 0 or not keep.any():
+        return
+    along = np.log if ax.get_xscale() == "log" else np.asarray  # on the drawn segment: linear in ln t on a log axis
+    y = float(np.interp(along(t), along(times[keep]), curve.values[keep]))
+    if bool(drawable(ax, t, y)):
+        ax.plot([t], [y], ls="none", zorder=4, **_mark_style(name, color))
+
+
 def plot_time_series(ds: xr.Dataset, spec, title: str):
     reference = sub_grid(ds, spec.reference) if spec.reference else None
     ds = select(ds, spec.where)
@@ -156,10 +185,14 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
                         label = order[k] if ranks is not None else label
                     _draw(ax, line["time"].values, line.values, color=color, lw=1.5,
                           **({"label": label} if labelled else {}))
+                    theory = None
                     if name in spec.theory:
                         theory = sub[spec.theory[name]]
                         theory = theory.sel({spec.hue: h}) if spec.hue and spec.hue in theory.dims else theory
                         _theory(ax, theory, color, how, var)
+                    for mark in spec.marks.get(name, []):
+                        times = sub[mark].sel({spec.hue: h}) if spec.hue and spec.hue in sub[mark].dims else sub[mark]
+                        _mark(ax, float(times.mean(skipna=True)), line, theory, mark, color)
                 if reference is not None:
                     ref = without_diverged(reference[name], reference)
                     ref = ref.sel({spec.col: c}) if spec.col in ref.dims else ref
@@ -177,6 +210,8 @@ def plot_time_series(ds: xr.Dataset, spec, title: str):
         _note_diverged(axes[0, j], sub, hue_label(spec.col, c) if spec.col else None)
     if spec.theory:
         axes[0, -1].plot([], [], "--", color="0.3", label="theory", gid=THEORY)
+    for mark in dict.fromkeys(m for marks in spec.marks.values() for m in marks):
+        axes[0, -1].plot([], [], ls="none", **_mark_style(mark, "0.3"), label=variable_label(mark))
     if spec.logx and any(line.get_marker() == START for ax in axes.ravel() for line in ax.get_lines()):
         axes[0, -1].plot([], [], ls="none", marker=START, color="0.3", label="value at t = 0 (left edge)")
     if (averaged := _averaged(ds, spec)) and any(ax.collections for ax in axes.ravel()):  # a band is drawn

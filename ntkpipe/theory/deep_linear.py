@@ -56,7 +56,16 @@ def half_loss_time(c0: float, s: float, depth: int, irreducible: float = 0.0) ->
     """t½ from numerical integration of Eq. (1) (event c(t) = c½), float64."""
     if not 0.0 < c0 < s:
         raise ValueError(f"need 0 < c0 < s, got c0={c0}, s={s}")
-    target = math.log(half_loss_gain(c0, s, irreducible))
+    return gain_time(c0, s, depth, half_loss_gain(c0, s, irreducible))
+
+
+def gain_time(c0: float, s: float, depth: int, level: float) -> float:
+    """The time c(t) of Eq. (1) reaches ``level`` (c₀ < level < s), integrated in ln c with an event;
+    ``level`` = s/2 is a mode's learning time (silent-alignment App. H; for L = 2 it is
+    (1/2s) ln(s/c₀ − 1), from Eq. (2))."""
+    if not 0.0 < c0 < level < s:
+        raise ValueError(f"need 0 < c0 < level < s, got c0={c0}, level={level}, s={s}")
+    target = math.log(level)
 
     def reached(_, log_c):
         return log_c[0] - target
@@ -67,7 +76,7 @@ def half_loss_time(c0: float, s: float, depth: int, irreducible: float = 0.0) ->
     sol = solve_ivp(_log_gain_rate(s, depth), (0.0, horizon), [math.log(c0)], events=reached,
                     method="LSODA", rtol=1e-11, atol=1e-12)
     if sol.t_events[0].size == 0:
-        raise RuntimeError(f"half loss not reached by t={horizon} (c0={c0}, s={s}, L={depth})")
+        raise RuntimeError(f"gain {level} not reached by t={horizon} (c0={c0}, s={s}, L={depth})")
     return float(sol.t_events[0][0])
 
 
@@ -84,12 +93,6 @@ def half_loss_time_asymptote(c0: float, s: float, depth: int) -> float:
     if depth == 2:
         return half_loss_time_two_layer(c0, s)
     return c0 ** (-(depth - 2.0) / depth) / ((depth - 2.0) * s)
-
-
-def two_layer_gain(times, u0_sq: float, s: float) -> np.ndarray:
-    """u(t)² of Eq. (2) (silent-alignment Eq. C.4)."""
-    e = np.exp(2.0 * s * np.asarray(times, dtype=np.float64))
-    return s * e / (e - 1.0 + s / u0_sq)
 
 
 def aligned_initial_gain(weights, beta, *, tol: float = 1e-14, max_sweeps: int = 10_000) -> float:
@@ -113,6 +116,35 @@ def aligned_initial_gain(weights, beta, *, tol: float = 1e-14, max_sweeps: int =
     layer along the path β → output; unlike the raw component W_L ⋯ W_1 β (whose sign is random at
     small σ) it measures the mode that grows.
     """
+    gain, _ = _aligned_path(weights, beta, tol, max_sweeps)
+    return gain
+
+
+def aligned_mode_gains(weights, v, u, *, tol: float = 1e-14, max_sweeps: int = 10_000) -> np.ndarray:
+    """c₀ of each target mode k (``final_kernel.target_modes``: input directions v (D, K), output
+    directions u (C, K), strongest first) for Eq. (1) with s = s_k, derived here (docs/papers.md §3.5):
+    ``aligned_initial_gain`` of the chain W_1 … W_{L−1}, u_kᵀW_L from v_k, after projecting each hidden
+    layer off the directions e_ℓ the stronger modes took. The final net holds the modes in orthogonal
+    hidden directions (W_ℓ = Σ_a s_a^{1/L} r_{ℓ+1,a} r_{ℓ,a}ᵀ), so a mode learned later keeps only the part
+    of its path orthogonal to theirs. For L = 2 this is ``two_layer.initial_mode_gains`` (the QR of the
+    growing directions g_k)."""
+    layers = [np.asarray(w, dtype=np.float64) for w in weights]
+    v, u = np.asarray(v, dtype=np.float64), np.asarray(u, dtype=np.float64)
+    taken = [np.zeros((w.shape[0], 0)) for w in layers[:-1]]  # hidden directions of the stronger modes
+    gains = []
+    for k in range(v.shape[1]):
+        off = [np.eye(len(q)) - q @ q.T for q in taken]
+        chain = [off[0] @ layers[0]] + [off[i] @ w @ off[i - 1] for i, w in enumerate(layers[1:-1], start=1)]
+        chain.append(u[:, k][None] @ layers[-1] @ off[-1])
+        gain, path = _aligned_path(chain, v[:, k], tol, max_sweeps)
+        gains.append(gain)
+        taken = [np.linalg.qr(np.column_stack([q, e]))[0] for q, e in zip(taken, path)]
+    return np.array(gains)
+
+
+def _aligned_path(weights, beta, tol: float, max_sweeps: int) -> tuple[float, list[np.ndarray]]:
+    """(c₀, [e_1 … e_{L−1}]) of ``aligned_initial_gain``: the gain and the hidden unit directions of the
+    balanced aligned network nearest to the weights."""
     layers = [np.asarray(w, dtype=np.float64) for w in weights]
     if layers[-1].shape[0] != 1:
         raise ValueError(f"need a single-output network, got {layers[-1].shape[0]} outputs")
@@ -126,12 +158,13 @@ def aligned_initial_gain(weights, beta, *, tol: float = 1e-14, max_sweeps: int =
     bases += [np.linalg.qr(np.stack([f, b], axis=1))[0] for f, b in zip(forward[1:], backward[:-1])]
     bases.append(np.ones((1, 1)))
     reduced = [bases[k + 1].T @ w @ bases[k] for k, w in enumerate(layers)]  # the chain in span coordinates
-    return (_max_path_sum(reduced, tol, max_sweeps) / len(layers)) ** len(layers)
+    total, e = _max_path_sum(reduced, tol, max_sweeps)
+    return (total / len(layers)) ** len(layers), [basis @ ek for basis, ek in zip(bases[1:-1], e[1:-1])]
 
 
-def _max_path_sum(layers: list[np.ndarray], tol: float, max_sweeps: int) -> float:
+def _max_path_sum(layers: list[np.ndarray], tol: float, max_sweeps: int) -> tuple[float, list[np.ndarray]]:
     """max Σ_ℓ e_ℓᵀ W_ℓ e_{ℓ−1} over unit e_1 … e_{L−1}, with e_0, e_L the 1-vectors of a chain that
-    starts and ends in one dimension (block-coordinate ascent from the forward path)."""
+    starts and ends in one dimension (block-coordinate ascent from the forward path), and the e_ℓ."""
     e = [np.ones(1)]
     for w in layers[:-1]:
         e.append(_unit(w @ e[-1]))
@@ -147,7 +180,7 @@ def _max_path_sum(layers: list[np.ndarray], tol: float, max_sweeps: int) -> floa
         total, previous = path_sum(), total
         if total - previous <= tol * abs(total):
             break
-    return total
+    return total, e
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

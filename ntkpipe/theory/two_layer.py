@@ -47,6 +47,34 @@ def overlaps(t, q0: float, s: float, r0: float = 0.0) -> tuple[np.ndarray, np.nd
     return q / saturation, r / saturation
 
 
+def readout_norm_sq(t, q0: float, s: float, r0: float, u0_sq: float) -> np.ndarray:
+    """u(t)² = |a(t)|² from the measured initial state (q₀, r₀, u₀² = |a₀|²), derived here
+    (docs/papers.md §3.3): with w = Wβ, d(|a|² − |w|²)/dt = −2|Wᵀa − (aᵀWβ)β|², which is O(σ⁴), so
+    |a|² − q = ½(|a|² − |w|²) keeps its initial value u₀² − q₀ and
+
+        u(t)² = q(t) + u₀² − q₀ = c(t) + ½(q₀ − r₀)e^{−2st}/S(t) + u₀² − q₀,
+
+    q(t) of :func:`overlaps`, c(t) the Eq. C.4 logistic from c₀ = (q₀ + r₀)/2 and S(t) its saturation.
+    For a balanced, aligned init (|a₀| = |W₀β|, r₀ = q₀) this is Eq. C.4 with u₀² = q₀."""
+    return overlaps(t, q0, s, r0)[0] + (u0_sq - q0)
+
+
+def max_log_error(measured: ArrayLike, theory: ArrayLike) -> float:
+    """max_t |ln(measured(t)/theory(t))| over the times where both are finite and positive: an error
+    relative to the value at each time, for quantities spanning decades (q, u² grow from σ² to s)."""
+    measured, theory = np.asarray(measured, dtype=np.float64), np.asarray(theory, dtype=np.float64)
+    both = np.isfinite(measured) & np.isfinite(theory) & (measured > 0) & (theory > 0)
+    return float(np.max(np.abs(np.log(measured[both] / theory[both])))) if both.any() else float("nan")
+
+
+def max_scaled_error(measured: ArrayLike, theory: ArrayLike, scale: ArrayLike) -> float:
+    """max_t |measured(t) − theory(t)| / scale(t) over the times where all three are finite and the scale
+    is positive: for r(t), which crosses 0, scaled by q(t) ≥ |r(t)| (q = ½(|a|² + |Wβ|²) ≥ |a||Wβ|)."""
+    measured, theory, scale = (np.asarray(v, dtype=np.float64) for v in (measured, theory, scale))
+    both = np.isfinite(measured) & np.isfinite(theory) & np.isfinite(scale) & (scale > 0)
+    return float(np.max(np.abs(measured[both] - theory[both]) / scale[both])) if both.any() else float("nan")
+
+
 def teacher_overlaps(w: ArrayLike, a: ArrayLike, beta) -> tuple[float, float]:
     """(q, r) = (½[|a|² + βᵀWᵀWβ], aᵀWβ) of a first layer W (hidden, inputs) and a readout a (hidden,)."""
     w, a = np.asarray(w, dtype=np.float64), np.asarray(a, dtype=np.float64)
