@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from ntkpipe.errors import ResultError
 from ntkpipe.lang.identity import content_id
 from ntkpipe.provenance import utc_now, versions
+from ntkpipe.store_files import dataset_files
 
 if TYPE_CHECKING:  # xarray is imported where a store is opened: checking one (planning) needs only JSON and stats
     import xarray as xr
@@ -85,12 +86,11 @@ def write_store(ds: xr.Dataset, path: str | Path, *, config: dict, store_id: str
     ds = ds.assign_attrs(config=json.dumps(config, sort_keys=True), id=store_id, config_hash=config_hash,
                          ntkpipe_version=made_by["ntkpipe"], versions=json.dumps(made_by, sort_keys=True),
                          created=utc_now())
+    contents = dataset_files(ds) | (files or {})
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        ds.to_zarr(tmp, mode="w-", zarr_format=ZARR_FORMAT, consolidated=True)
-        for name, data in (files or {}).items():
-            (tmp / name).write_bytes(data)
-        _write_manifest(tmp, store_id, config_hash)
+        _write_files(tmp, contents)
+        _write_manifest(tmp, store_id, config_hash, contents)
         if path.exists():
             old = path.with_name(f".{path.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(path, old)
@@ -138,8 +138,22 @@ def _crc32(path: str) -> int:
     return crc
 
 
-def _write_manifest(root: Path, store_id: str, config_hash: str) -> None:
-    files = {rel: [size, _crc32(full)] for rel, (full, size) in sorted(_files(root).items())}
+def _write_files(root: Path, contents: dict[str, bytes]) -> None:
+    """Write the files ``contents`` (relative POSIX path -> bytes) into the new directory ``root``."""
+    root.mkdir()
+    made = {root}
+    for rel, data in contents.items():
+        file = root / rel
+        if file.parent not in made:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            made.add(file.parent)
+        file.write_bytes(data)
+
+
+def _write_manifest(root: Path, store_id: str, config_hash: str, contents: dict[str, bytes]) -> None:
+    """The manifest of the files ``contents`` just written into ``root`` (sizes and CRC-32s of the bytes
+    written, not read back)."""
+    files = {rel: [len(data), zlib.crc32(data)] for rel, data in sorted(contents.items())}
     manifest = {"format": 1, "id": store_id, "config_hash": config_hash, "files": files}
     (root / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
 
