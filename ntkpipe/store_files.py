@@ -119,3 +119,79 @@ def _encoded_files(ds: xr.Dataset) -> dict[str, bytes] | None:
     files[".zattrs"] = _dumps(root_attrs)
     files[".zmetadata"] = json.dumps({"metadata": consolidated, "zarr_consolidated_format": 1}, allow_nan=True).encode()
     return files
+
+
+def _decoded(meta: dict, read, name: str) -> np.ndarray | None:
+    """The array ``name`` of a zarr v2 store from its ``.zarray`` ``meta`` and ``read(key) -> bytes | None``
+    (None: the chunk was not written, so it is the fill value); None where this is not the format
+    :func:`dataset_files` writes (then zarr reads it)."""
+    import numcodecs
+
+    dtype = np.dtype(meta["dtype"])
+    if (dtype.kind not in KINDS or meta.get("filters") or meta.get("order") != "C" or meta.get("zarr_format") != 2
+            or meta.get("dimension_separator", ".") != "." or meta.get("compressor") is None):
+        return None
+    if meta["fill_value"] not in (None, "NaN") or (meta["fill_value"] == "NaN" and dtype.kind != "f"):
+        return None
+    fill = None if meta["fill_value"] is None else np.nan
+    shape, chunks = tuple(meta["shape"]), tuple(meta["chunks"])
+    codec = numcodecs.get_codec(dict(meta["compressor"]))
+    out = np.full(shape, 0 if fill is None else fill, dtype)
+    grid = product(*(range(math.ceil(s / c)) for s, c in zip(shape, chunks, strict=True))) if shape else [()]
+    for index in grid:
+        data = read(f"{name}/{'.'.join(map(str, index)) if index else '0'}")
+        if data is None:
+            continue
+        block = np.frombuffer(codec.decode(data), dtype).reshape(chunks)  # pyright: ignore[reportCallIssue, reportArgumentType]  # numcodecs returns a buffer, unannotated
+        where = tuple(slice(i * c, min((i + 1) * c, s)) for i, c, s in zip(index, chunks, shape, strict=True))
+        out[where] = block[tuple(slice(0, w.stop - w.start) for w in where)]
+    return out
+
+
+def dataset_from_files(consolidated: dict, read) -> xr.Dataset | None:
+    """The dataset ``xr.open_zarr(store, consolidated=True).load()`` gives, decoded in this thread from
+    the store's consolidated metadata (``.zmetadata``'s ``metadata``) and ``read(key) -> bytes | None``;
+    None where an array is not in the format :func:`dataset_files` writes. The variables carry the
+    encoding zarr's reader gives them (chunks, compressors, CF ``dtype``, ``_FillValue``), so a dataset
+    written back is written as before."""
+    import numcodecs
+    import xarray as xr
+    from xarray.backends.store import StoreBackendEntrypoint
+
+    _Arrays = _arrays_store()
+    from xarray.backends.zarr import DIMENSION_KEY
+
+    variables = {}
+    for key, meta in consolidated.items():
+        if not key.endswith("/.zarray"):
+            continue
+        name = key.removesuffix("/.zarray")
+        data = _decoded(meta, read, name)
+        if data is None or "/" in name:
+            return None
+        attrs = {k: v for k, v in consolidated.get(f"{name}/.zattrs", {}).items() if not k.lower().startswith("_nc")}
+        dims = tuple(attrs.pop(DIMENSION_KEY))
+        if meta["fill_value"] is not None:  # NaN (:func:`_decoded`), as zarr gives it: a scalar of the dtype
+            attrs["_FillValue"] = data.dtype.type(np.nan)
+        chunks = tuple(meta["chunks"])
+        encoding = {"chunks": chunks, "preferred_chunks": dict(zip(dims, chunks, strict=True)),
+                    "compressors": (numcodecs.get_codec(dict(meta["compressor"])),), "filters": (), "shards": None}
+        variables[name] = xr.Variable(dims, data, attrs, encoding)
+    attrs = {k: v for k, v in consolidated.get(".zattrs", {}).items() if not k.lower().startswith("_nc")}
+    ds = StoreBackendEntrypoint().open_dataset(_Arrays(variables, attrs)).load()
+    to_index = {name: coord.variable for name, coord in ds.coords.items() if coord.dims == (name,)}
+    return ds.assign_coords(xr.Coordinates(to_index))  # the default indexes, as xr.open_dataset adds them
+
+
+def _arrays_store():
+    """An xarray data store that holds decoded arrays and attrs, for xarray's own CF decoding."""
+    from xarray.backends.common import AbstractDataStore
+
+    class Arrays(AbstractDataStore):
+        def __init__(self, variables: dict, attrs: dict):
+            self.variables, self.attrs = variables, attrs
+
+        def load(self):  # pyright: ignore[reportIncompatibleMethodOverride]  # xarray annotates no return
+            return self.variables, self.attrs
+
+    return Arrays

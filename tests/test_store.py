@@ -324,3 +324,29 @@ def test_stores_are_encoded_in_process_with_the_bytes_zarr_writes():
     encoded = ds.copy()
     encoded["f32"].encoding = {"dtype": "float64"}
     assert _encoded_files(encoded) is None
+
+
+def test_a_loaded_store_is_the_dataset_zarr_reads(tmp_path):
+    """:func:`ntkpipe.store.load_store` decodes the files itself and gives what ``read_store(...).load()``
+    gives: values, attrs, indexes, variable order and each variable's encoding (which a dataset written
+    back is written with); a store it does not decode (strings) is read through zarr."""
+    from ntkpipe.store import load_store
+
+    rng = np.random.default_rng(1)
+    flat = rng.normal(size=300_001).astype(np.float32)
+    flat[:100_000] = np.nan
+    ds = series().assign({"flat": ("n", flat), "diverged": ((), 0), "mask": ("m", np.array([True, False])),
+                          "counts": ("m", np.array([3, 0]))}).assign_coords(label=("m", [0.5, 1.5]))
+    for name, data in {"plain": ds, "strings": ds.assign_coords(kind=("m", ["a", "bc"]))}.items():
+        path = write_store(data, tmp_path / f"{name}.zarr", config=CONFIG, store_id=RUN_ID)
+        loaded, read = load_store(path, expect_id=RUN_ID), read_store(path, expect_id=RUN_ID).load()
+        assert loaded.identical(read) and list(loaded.variables) == list(read.variables)
+        assert loaded.encoding == read.encoding and set(loaded.xindexes) == set(read.xindexes) == {"time"}
+        for k, variable in read.variables.items():
+            assert loaded[k].encoding.keys() == variable.encoding.keys(), k
+            for key, value in variable.encoding.items():
+                assert np.array_equal(loaded[k].encoding[key], value, equal_nan=True) if key == "_FillValue" else \
+                    loaded[k].encoding[key] == value, (k, key)
+    os.remove(tmp_path / "plain.zarr" / "loss" / "0")
+    with pytest.raises(ResultError, match="missing file"):
+        load_store(tmp_path / "plain.zarr", expect_id=RUN_ID)
