@@ -43,8 +43,8 @@ def clock(call) -> tuple[float, float]:
     return after.user + after.system - before.user - before.system, time.perf_counter() - tic
 
 
-def write_files(root: Path, files: dict[str, bytes]) -> None:
-    for rel, data in files.items():
+def write_files(root: Path, files) -> None:
+    for rel, data in files:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
 

@@ -20,7 +20,9 @@ import shutil
 import uuid
 import warnings
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,11 +88,10 @@ def write_store(ds: xr.Dataset, path: str | Path, *, config: dict, store_id: str
     ds = ds.assign_attrs(config=json.dumps(config, sort_keys=True), id=store_id, config_hash=config_hash,
                          ntkpipe_version=made_by["ntkpipe"], versions=json.dumps(made_by, sort_keys=True),
                          created=utc_now())
-    contents = dataset_files(ds) | (files or {})
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        _write_files(tmp, contents)
-        _write_manifest(tmp, store_id, config_hash, contents)
+        written = _write_files(tmp, chain(dataset_files(ds), (files or {}).items()))
+        _write_manifest(tmp, store_id, config_hash, written)
         if path.exists():
             old = path.with_name(f".{path.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(path, old)
@@ -138,22 +139,24 @@ def _crc32(path: str) -> int:
     return crc
 
 
-def _write_files(root: Path, contents: dict[str, bytes]) -> None:
-    """Write the files ``contents`` (relative POSIX path -> bytes) into the new directory ``root``."""
+def _write_files(root: Path, contents: Iterable[tuple[str, bytes]]) -> dict[str, list[int]]:
+    """Write the files ``contents`` (relative POSIX path, bytes) into the new directory ``root``;
+    returns the manifest's entry of each, [size, CRC-32], of the bytes written (not read back)."""
     root.mkdir()
-    made = {root}
-    for rel, data in contents.items():
+    made, written = {root}, {}
+    for rel, data in contents:
         file = root / rel
         if file.parent not in made:
             file.parent.mkdir(parents=True, exist_ok=True)
             made.add(file.parent)
         file.write_bytes(data)
+        written[rel] = [len(data), zlib.crc32(data)]
+    return written
 
 
-def _write_manifest(root: Path, store_id: str, config_hash: str, contents: dict[str, bytes]) -> None:
-    """The manifest of the files ``contents`` just written into ``root`` (sizes and CRC-32s of the bytes
-    written, not read back)."""
-    files = {rel: [len(data), zlib.crc32(data)] for rel, data in sorted(contents.items())}
+def _write_manifest(root: Path, store_id: str, config_hash: str, written: dict[str, list[int]]) -> None:
+    """The manifest of the files ``written`` into ``root`` (:func:`_write_files`)."""
+    files = dict(sorted(written.items()))
     manifest = {"format": 1, "id": store_id, "config_hash": config_hash, "files": files}
     (root / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from itertools import product
 from typing import TYPE_CHECKING
 
@@ -33,10 +34,12 @@ DROPPED_ENCODING = {"source", "original_shape", "preferred_chunks"}
 """Encoding keys xarray drops when writing: a variable with any other is written through zarr."""
 
 
-def dataset_files(ds: xr.Dataset) -> dict[str, bytes]:
-    """The files (relative path -> bytes) of ``ds`` written as a zarr v2 store with consolidated metadata."""
+def dataset_files(ds: xr.Dataset) -> Iterator[tuple[str, bytes]]:
+    """The files (relative path, bytes) of ``ds`` written as a zarr v2 store with consolidated metadata,
+    each array's chunks compressed as they are taken (so that a large array's compressed copy is never
+    held whole)."""
     files = _encoded_files(ds)
-    return files if files is not None else zarr_files(ds)
+    return files if files is not None else iter(zarr_files(ds).items())
 
 
 def zarr_files(ds: xr.Dataset) -> dict[str, bytes]:
@@ -52,10 +55,9 @@ def _dumps(value) -> bytes:
     return json.dumps(value, indent=2, allow_nan=True).encode()
 
 
-def _chunk_files(name: str, data: np.ndarray, chunks: tuple[int, ...], fill, compressor) -> dict[str, bytes]:
+def _chunk_files(name: str, data: np.ndarray, chunks: tuple[int, ...], fill, compressor) -> Iterator[tuple[str, bytes]]:
     """The chunk files of one array: C order, edge chunks padded with the fill value, and (zarr's
     ``write_empty_chunks=False``) none for a chunk that equals the fill value everywhere."""
-    out = {}
     if data.ndim == 0:
         grid: list[tuple[int, ...]] = [()]
     else:
@@ -70,12 +72,12 @@ def _chunk_files(name: str, data: np.ndarray, chunks: tuple[int, ...], fill, com
         if np.array_equal(block, np.broadcast_to(empty, block.shape), equal_nan=data.dtype.kind == "f"):
             continue
         key = ".".join(map(str, index)) if index else "0"
-        out[f"{name}/{key}"] = bytes(compressor.encode(np.ascontiguousarray(block)))
-    return out
+        yield f"{name}/{key}", bytes(compressor.encode(np.ascontiguousarray(block)))
 
 
-def _encoded_files(ds: xr.Dataset) -> dict[str, bytes] | None:
-    """:func:`dataset_files` for the common case (see the module docstring), or None outside it."""
+def _encoded_files(ds: xr.Dataset) -> Iterator[tuple[str, bytes]] | None:
+    """:func:`dataset_files` for the common case (see the module docstring), or None outside it
+    (decided before any file is made)."""
     from numcodecs import Blosc
     from xarray import conventions
     from xarray.backends.zarr import DIMENSION_KEY, encode_zarr_attr_value, encode_zarr_variable
@@ -88,7 +90,7 @@ def _encoded_files(ds: xr.Dataset) -> dict[str, bytes] | None:
                        blocksize=BLOSC["blocksize"])
     root_attrs = {k: encode_zarr_attr_value(v) for k, v in attrs.items()}
     meta: dict[str, dict] = {}
-    files: dict[str, bytes] = {}
+    arrays = []
     for name, variable in variables.items():
         if not isinstance(variable.data, np.ndarray) or variable.dtype.kind not in KINDS or "/" in str(name):
             return None
@@ -108,17 +110,22 @@ def _encoded_files(ds: xr.Dataset) -> dict[str, bytes] | None:
                   "fill_value": None if fill is None else "NaN", "order": "C", "filters": None,
                   "dimension_separator": ".", "compressor": BLOSC, "zarr_format": 2}
         meta[str(name)] = {".zattrs": zattrs, ".zarray": zarray}
-        files[f"{name}/.zarray"] = _dumps(zarray)
-        files[f"{name}/.zattrs"] = _dumps(zattrs)
-        files.update(_chunk_files(str(name), data, chunks, fill, compressor))
+        arrays.append((str(name), data, chunks, fill))
     consolidated = {".zgroup": {"zarr_format": 2}, ".zattrs": root_attrs}
     for name in sorted(meta):
         consolidated[f"{name}/.zattrs"] = meta[name][".zattrs"]
         consolidated[f"{name}/.zarray"] = meta[name][".zarray"]
-    files[".zgroup"] = _dumps({"zarr_format": 2})
-    files[".zattrs"] = _dumps(root_attrs)
-    files[".zmetadata"] = json.dumps({"metadata": consolidated, "zarr_consolidated_format": 1}, allow_nan=True).encode()
-    return files
+
+    def files() -> Iterator[tuple[str, bytes]]:
+        for name, data, chunks, fill in arrays:
+            yield f"{name}/.zarray", _dumps(meta[name][".zarray"])
+            yield f"{name}/.zattrs", _dumps(meta[name][".zattrs"])
+            yield from _chunk_files(name, data, chunks, fill, compressor)
+        yield ".zgroup", _dumps({"zarr_format": 2})
+        yield ".zattrs", _dumps(root_attrs)
+        yield ".zmetadata", json.dumps({"metadata": consolidated, "zarr_consolidated_format": 1}, allow_nan=True).encode()
+
+    return files()
 
 
 def _decoded(meta: dict, read, name: str) -> np.ndarray | None:

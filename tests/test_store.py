@@ -315,15 +315,17 @@ def test_stores_are_encoded_in_process_with_the_bytes_zarr_writes():
          "zeros": ("n3", np.zeros(3, np.int32)), "u8": ("n3", np.arange(3, dtype=np.uint8))},
         coords={"row": np.arange(1, 701), "col": np.linspace(0, 1, 900), "label": ("n3", np.array([0.1, 0.2, 0.3]))},
         attrs={"config": json.dumps({"a": 1}), "steps_trained": 5, "note": "γ = 30"})
-    fast = _encoded_files(ds)
-    assert fast is not None and fast == zarr_files(ds)
+    encoded = _encoded_files(ds)
+    assert encoded is not None
+    fast = dict(encoded)
+    assert fast == zarr_files(ds)
     assert "big/0.0" not in fast and "diverged/0" not in fast and "seconds/0" in fast
     assert len([k for k in fast if k.startswith("flat/") and not k.startswith("flat/.")]) > 1
     strings = ds.assign_coords(kind=("n3", ["a", "bc", "d"]))
-    assert _encoded_files(strings) is None and dataset_files(strings) == zarr_files(strings)
-    encoded = ds.copy()
-    encoded["f32"].encoding = {"dtype": "float64"}
-    assert _encoded_files(encoded) is None
+    assert _encoded_files(strings) is None and dict(dataset_files(strings)) == zarr_files(strings)
+    with_encoding = ds.copy()
+    with_encoding["f32"].encoding = {"dtype": "float64"}
+    assert _encoded_files(with_encoding) is None
 
 
 def test_a_loaded_store_is_the_dataset_zarr_reads(tmp_path):
