@@ -1,6 +1,6 @@
-"""A dataset as the files of a zarr v2 store with consolidated metadata (name -> bytes), made in this
-thread: the bytes ``Dataset.to_zarr(zarr_format=2, consolidated=True)`` writes, without zarr-python's
-I/O.
+"""A dataset as the files of a zarr v2 store with consolidated metadata ((relative path, bytes) pairs),
+made in this thread: the bytes ``Dataset.to_zarr(zarr_format=2, consolidated=True)`` writes, without
+zarr-python's I/O; and such a store's files decoded back (:func:`dataset_from_files`).
 
 zarr-python 3 runs every metadata and chunk write as a coroutine on its own event-loop thread and
 waits for it: about 55 round trips for a run store, each a handoff of the GIL, which in the main job
@@ -9,8 +9,9 @@ write there. :func:`dataset_files` encodes the common case itself — numpy-back
 and float variables with no encoding of their own (what the jobs compute) — with xarray's own CF
 encoding (``encode_zarr_variable``, ``encode_dataset_coordinates``), zarr's chunk guess, and the
 Blosc codec zarr uses for format 2; anything else (strings, dates, variables read from a store with
-their encoding) goes through xarray and zarr into memory. Both give the same bytes
-(``tests/test_store.py`` compares them file by file), so readers see one format.
+their encoding; study datasets, whose coordinates hold strings) goes through xarray and zarr into
+memory (the compressed files beside the dataset, which is in memory already). Both give the same
+bytes (``tests/test_store.py`` compares them file by file), so readers see one format.
 """
 
 from __future__ import annotations
