@@ -20,13 +20,16 @@ import shutil
 import uuid
 import warnings
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ntkpipe.errors import ResultError
 from ntkpipe.lang.identity import content_id
 from ntkpipe.provenance import utc_now, versions
+from ntkpipe.store_files import dataset_files, dataset_from_files
 
 if TYPE_CHECKING:  # xarray is imported where a store is opened: checking one (planning) needs only JSON and stats
     import xarray as xr
@@ -87,10 +90,8 @@ def write_store(ds: xr.Dataset, path: str | Path, *, config: dict, store_id: str
                          created=utc_now())
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     try:
-        ds.to_zarr(tmp, mode="w-", zarr_format=ZARR_FORMAT, consolidated=True)
-        for name, data in (files or {}).items():
-            (tmp / name).write_bytes(data)
-        _write_manifest(tmp, store_id, config_hash)
+        written = _write_files(tmp, chain(dataset_files(ds), (files or {}).items()))
+        _write_manifest(tmp, store_id, config_hash, written)
         if path.exists():
             old = path.with_name(f".{path.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(path, old)
@@ -138,8 +139,24 @@ def _crc32(path: str) -> int:
     return crc
 
 
-def _write_manifest(root: Path, store_id: str, config_hash: str) -> None:
-    files = {rel: [size, _crc32(full)] for rel, (full, size) in sorted(_files(root).items())}
+def _write_files(root: Path, contents: Iterable[tuple[str, bytes]]) -> dict[str, list[int]]:
+    """Write the files ``contents`` (relative POSIX path, bytes) into the new directory ``root``;
+    returns the manifest's entry of each, [size, CRC-32], of the bytes written (not read back)."""
+    root.mkdir()
+    made, written = {root}, {}
+    for rel, data in contents:
+        file = root / rel
+        if file.parent not in made:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            made.add(file.parent)
+        file.write_bytes(data)
+        written[rel] = [len(data), zlib.crc32(data)]
+    return written
+
+
+def _write_manifest(root: Path, store_id: str, config_hash: str, written: dict[str, list[int]]) -> None:
+    """The manifest of the files ``written`` into ``root`` (:func:`_write_files`)."""
+    files = dict(sorted(written.items()))
     manifest = {"format": 1, "id": store_id, "config_hash": config_hash, "files": files}
     (root / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
 
@@ -285,13 +302,47 @@ def _warn_other_version(check: StoreCheck) -> None:
                   f"are other stores of ntkpipe {check.version}). To recompute such stores: "
                   f"`{clean_command(results_root(check.path), '--outdated')}` (or `rm -r {check.path}`), then rerun "
                   f"snakemake",
-                  OtherVersionWarning, stacklevel=3)
+                  OtherVersionWarning, stacklevel=4)
 
 
 def read_store(path: str | Path, *, expect_id: str | None = None) -> xr.Dataset:
     """Open a store lazily after :func:`verify_store` (``deep``) passed; a store that fails raises a
     :class:`ResultError` naming it, what failed and how to recompute it. A store of another ntkpipe
     version is used, with an :class:`OtherVersionWarning`."""
+    path = _checked(path, expect_id)
+    import xarray as xr
+
+    try:
+        return xr.open_zarr(path, zarr_format=ZARR_FORMAT, consolidated=True)
+    except Exception as err:  # checksums passed, so this is not damage; still name the store
+        raise ResultError(f"{path}: not a readable zarr store ({err}); {recompute_hint(path)}") from err
+
+
+def load_store(path: str | Path, *, expect_id: str | None = None) -> xr.Dataset:
+    """``read_store(path, expect_id=expect_id).load()``, the same dataset (values, attrs and encoding),
+    decoded in this thread from the store's files (:func:`ntkpipe.store_files.dataset_from_files`)
+    instead of through zarr-python's event loop: for the many small stores a study aggregates."""
+    path = _checked(path, expect_id)
+
+    def read(key: str) -> bytes | None:
+        try:
+            return (path / key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    try:
+        ds = dataset_from_files(json.loads((path / ".zmetadata").read_text())["metadata"], read)
+    except Exception as err:  # checksums passed, so this is not damage; still name the store
+        raise ResultError(f"{path}: not a readable zarr store ({err}); {recompute_hint(path)}") from err
+    if ds is None:
+        return read_store(path, expect_id=expect_id).load()
+    ds.encoding["source"] = os.path.abspath(path)  # as xarray's zarr reader records it
+    return ds
+
+
+def _checked(path: str | Path, expect_id: str | None) -> Path:
+    """``path`` if :func:`verify_store` (``deep``) passes (warning once for another version's store),
+    else a :class:`ResultError`."""
     path = Path(path)
     if not path.exists():
         raise ResultError(f"{path}: no such result store; run the workflow to make it")
@@ -301,9 +352,4 @@ def read_store(path: str | Path, *, expect_id: str | None = None) -> xr.Dataset:
                           f"{recompute_hint(path)}")
     if check.outdated:
         _warn_other_version(check)
-    import xarray as xr
-
-    try:
-        return xr.open_zarr(path, zarr_format=ZARR_FORMAT, consolidated=True)
-    except Exception as err:  # checksums passed, so this is not damage; still name the store
-        raise ResultError(f"{path}: not a readable zarr store ({err}); {recompute_hint(path)}") from err
+    return path

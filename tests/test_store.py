@@ -295,3 +295,60 @@ def test_snakemake_recomputes_exactly_the_invalid_stores(tmp_path, capsys):
     assert {"loss", "alignment"} <= set(compared)
     assert after[compared].drop_attrs().identical(before[compared].drop_attrs())
     assert run_snakemake(tmp_path) == []
+
+
+def test_stores_are_encoded_in_process_with_the_bytes_zarr_writes():
+    """:func:`ntkpipe.store_files.dataset_files` writes what ``to_zarr`` (xarray, zarr-python) writes,
+    file for file and byte for byte: several chunks with a padded edge, a chunk that is all fill value
+    (NaN; 0 for integers) and so not written, scalars, booleans, integers, float32, a coordinate that
+    is not a dimension, attrs of numpy and non-ASCII values; strings go through zarr."""
+    from ntkpipe.store_files import _encoded_files, dataset_files, zarr_files
+
+    rng = np.random.default_rng(0)
+    big = rng.normal(size=(700, 900))
+    big[:350] = np.nan  # whole chunks of NaN
+    ds = xr.Dataset(
+        {"big": (("row", "col"), big, {"long_name": "K^{c,d} ∈ ℝ", "scale": np.float64(0.5), "shape": np.arange(3)}),
+         "flat": ("n", rng.normal(size=300_001)),
+         "seconds": ((), 1.25), "diverged": ((), 0), "steps": ((), np.int64(7)),
+         "mask": ("n3", np.array([True, False, True])), "f32": ("n3", np.array([1.5, np.nan, -0.0], np.float32)),
+         "zeros": ("n3", np.zeros(3, np.int32)), "u8": ("n3", np.arange(3, dtype=np.uint8))},
+        coords={"row": np.arange(1, 701), "col": np.linspace(0, 1, 900), "label": ("n3", np.array([0.1, 0.2, 0.3]))},
+        attrs={"config": json.dumps({"a": 1}), "steps_trained": 5, "note": "γ = 30"})
+    encoded = _encoded_files(ds)
+    assert encoded is not None
+    fast = dict(encoded)
+    assert fast == zarr_files(ds)
+    assert "big/0.0" not in fast and "diverged/0" not in fast and "seconds/0" in fast
+    assert len([k for k in fast if k.startswith("flat/") and not k.startswith("flat/.")]) > 1
+    strings = ds.assign_coords(kind=("n3", ["a", "bc", "d"]))
+    assert _encoded_files(strings) is None and dict(dataset_files(strings)) == zarr_files(strings)
+    with_encoding = ds.copy()
+    with_encoding["f32"].encoding = {"dtype": "float64"}
+    assert _encoded_files(with_encoding) is None
+
+
+def test_a_loaded_store_is_the_dataset_zarr_reads(tmp_path):
+    """:func:`ntkpipe.store.load_store` decodes the files itself and gives what ``read_store(...).load()``
+    gives: values, attrs, indexes, variable order and each variable's encoding (which a dataset written
+    back is written with); a store it does not decode (strings) is read through zarr."""
+    from ntkpipe.store import load_store
+
+    rng = np.random.default_rng(1)
+    flat = rng.normal(size=300_001).astype(np.float32)
+    flat[:100_000] = np.nan
+    ds = series().assign({"flat": ("n", flat), "diverged": ((), 0), "mask": ("m", np.array([True, False])),
+                          "counts": ("m", np.array([3, 0]))}).assign_coords(label=("m", [0.5, 1.5]))
+    for name, data in {"plain": ds, "strings": ds.assign_coords(kind=("m", ["a", "bc"]))}.items():
+        path = write_store(data, tmp_path / f"{name}.zarr", config=CONFIG, store_id=RUN_ID)
+        loaded, read = load_store(path, expect_id=RUN_ID), read_store(path, expect_id=RUN_ID).load()
+        assert loaded.identical(read) and list(loaded.variables) == list(read.variables)
+        assert loaded.encoding == read.encoding and set(loaded.xindexes) == set(read.xindexes) == {"time"}
+        for k, variable in read.variables.items():
+            assert loaded[k].encoding.keys() == variable.encoding.keys(), k
+            for key, value in variable.encoding.items():
+                assert np.array_equal(loaded[k].encoding[key], value, equal_nan=True) if key == "_FillValue" else \
+                    loaded[k].encoding[key] == value, (k, key)
+    os.remove(tmp_path / "plain.zarr" / "loss" / "0")
+    with pytest.raises(ResultError, match="missing file"):
+        load_store(tmp_path / "plain.zarr", expect_id=RUN_ID)

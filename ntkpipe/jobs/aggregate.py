@@ -23,7 +23,7 @@ import xarray as xr
 from ntkpipe.data.dataset import output_classes
 from ntkpipe.jobs.describe import describe, provenance
 from ntkpipe.jobs.residuals import theory_residuals
-from ntkpipe.jobs.run_dataset import run_dataset
+from ntkpipe.jobs.run_dataset import run_dataset, without_attrs
 from ntkpipe.labels import CLASS
 from ntkpipe.layout import RUN, axis_order, index_runs, is_full_grid
 from ntkpipe.measure.registry import REGISTRY
@@ -42,7 +42,7 @@ def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     for job in plan.runs:
         ds = run_dataset(job, plan.finals.get(job.id)).drop_vars(["step", "epoch"])
         run_attrs.append(ds.attrs)
-        ds = ds.drop_attrs()
+        ds = without_attrs(ds)
         ds["run_id"] = job.id
         pieces.append(ds)
     layout = _grid if is_full_grid(axes, study.points) else _runs

@@ -29,6 +29,7 @@ import re
 from typing import cast
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis, XAxis, YAxis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -74,6 +75,30 @@ def draw(fig: Figure):
     return canvas.get_renderer()
 
 
+def lay_out(fig: Figure):
+    """:func:`draw` without the pixels: the figure's draw runs on its Agg renderer with the renderer's
+    drawing calls disabled (as ``Figure.draw_without_rendering`` does), so the layout, ticks, text
+    extents and legend placement are what a draw leaves; returns the renderer. For the drafts of a
+    figure's layout: only its last draw needs pixels."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    with renderer._draw_disabled():  # pyright: ignore[reportAttributeAccessIssue]  # private: what draw_without_rendering uses
+        fig.draw(renderer)
+    return renderer
+
+
+def texts_beside_ticks(artist: Artist) -> list[Text]:
+    """``artist.findobj(Text)`` (in its order) less the ticks' labels: an axis gives its label and offset
+    text, and its ticks are not walked (listing them makes every tick of the locator, the larger part
+    of the time of a walk before the figure is drawn)."""
+    if isinstance(artist, Axis):
+        children: list[Artist] = [artist.label, artist.offsetText]
+    else:
+        children = artist.get_children()
+    out = [text for child in children for text in texts_beside_ticks(child)]
+    return out + [artist] if isinstance(artist, Text) else out
+
+
 def drawn_ticks(axis: Axis) -> list:
     """The major and minor ticks of ``axis`` inside its view interval (those matplotlib draws)."""
     scale = axis.get_transform()
@@ -107,9 +132,7 @@ def _named_axes(fig: Figure) -> list[tuple[str, Axes]]:
 
 def _texts(fig: Figure) -> list[Text]:
     """Every drawn text: figure texts, titles, axis labels, drawn tick labels, legends, annotations."""
-    tick_texts = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in
-                  axis.get_major_ticks() + axis.get_minor_ticks() for t in (tick.label1, tick.label2)}
-    texts = [t for t in fig.findobj(Text) if id(t) not in tick_texts and shown(t) and _parents_visible(t)]
+    texts = [t for t in texts_beside_ticks(fig) if shown(t) and _parents_visible(t)]
     texts += [t for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for _, t in drawn_tick_labels(axis)]
     return texts
 

@@ -30,13 +30,14 @@ from ntkpipe.plots.checks import (
     coincide,
     data_lines,
     data_span,
-    draw,
     drawn_tick_labels,
     integer_data,
+    lay_out,
     legend_covers,
     legends,
     line_label,
     line_style,
+    texts_beside_ticks,
     texts_outside,
     theory_range,
 )
@@ -71,7 +72,7 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     suptitle = fig.suptitle(title, fontsize=fontsize)
     wrap_legend_texts(fig)
     mathtext_labels(fig)
-    renderer = draw(fig)
+    renderer = lay_out(fig)  # drafts of the layout: the job's draw (checks, PNG) makes the pixels
     for _ in range(3):  # one pass may not settle (fixed-aspect images, colour bars): redraw then
         changed = fit_texts(fig, suptitle, renderer)
         covering = [ax for ax in legend_axes if legend_covers(ax, renderer)]
@@ -79,7 +80,7 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
             move_legends_outside(fig, covering, renderer)
         if not (changed or covering or texts_outside(fig, renderer)):
             break
-        renderer = draw(fig)
+        renderer = lay_out(fig)
     thin_tick_labels(fig, renderer)
     fig.set_layout_engine("none")
     return fig
@@ -180,7 +181,7 @@ def mathtext_labels(fig: Figure) -> None:
     """Every text of ``fig`` (titles, axis labels, legend entries, notes) with its markup as
     mathtext (:func:`ntkpipe.plots.mathtext.as_math`); mathtext matplotlib cannot render (a spec's
     title) is shown as written, ``$`` escaped, for the checker to report rather than the job to fail."""
-    for text in fig.findobj(Text):
+    for text in texts_beside_ticks(fig):  # tick labels are the formatter's, set when drawn
         label = text.get_text()
         math = as_math(label) if label else label
         if math and math_error(math):
