@@ -83,6 +83,16 @@ def growth_ratio(growth: np.ndarray | float, reference: np.ndarray | float) -> n
     return np.where(reference == 0, np.nan, growth / safe)
 
 
+def finite_mean(values, axis: int) -> np.ndarray:
+    """The mean of the finite values along ``axis``; NaN where there is none (a component measured at no
+    checkpoint, or NaN for the model), without the warning of ``np.nanmean`` on an empty slice."""
+    values = np.asarray(values, np.float64)
+    finite = np.isfinite(values)
+    count = finite.sum(axis=axis)
+    total = np.where(finite, values, 0.0).sum(axis=axis)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
 def component_growth(series: dict[str, np.ndarray]) -> dict[str, np.ndarray | float]:
     """Growth (value − initial value) of the readout (K_V) and hidden (K_W) components along the
     targets, from the series ``kv_projection``, ``kw_projection`` (time, C, C), ``kv_trace``,
@@ -107,7 +117,7 @@ def component_growth(series: dict[str, np.ndarray]) -> dict[str, np.ndarray | fl
                 f"{key}_specialization_ratio": float(growth_ratio(own[-1], other[-1]))}
         along_over_trace[key] = float(np.mean(growth_ratio(np.diagonal(projection[-1]), trace[-1])))
     kv_growth = series["kv_projection"][-1] - series["kv_projection"][0]  # (output c, target d)
-    return out | {"kv_target_growth": np.nanmean(kv_growth, axis=0),
+    return out | {"kv_target_growth": finite_mean(kv_growth, axis=0),
                   "kv_growth_ratio": along_over_trace["kv"] / (p / 2.0),
                   "kw_isotropy_ratio": along_over_trace["kw"],
                   "kw_other_growth_theory": 0.5 * out["kw_own_growth"]}
