@@ -34,9 +34,10 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-import ntkpipe  # noqa: F401  (enables float64)
 from ntkpipe.models import MLP
 from ntkpipe.ntk import empirical_ntk
+
+jax.config.update("jax_enable_x64", True)  # the float64 Gram and GEMM (ntkpipe sets nothing on import)
 
 
 def make_model(dim: int, width: int, hidden: int, outputs: int, seed: int = 0) -> MLP:
