@@ -46,6 +46,19 @@ def test_same_seed_same_data_and_new_seed_new_data():
     assert not np.allclose(a.x_train, c.x_train)
 
 
+def test_digits_pool_is_scikit_learns_load_digits():
+    """The pool read from scikit-learn's bundled file is ``load_digits()``: images / 16, integer targets."""
+    from sklearn.datasets import load_digits
+
+    from ntkpipe.data.digits import digits_pool
+
+    x, labels = digits_pool()
+    bunch = load_digits()
+    np.testing.assert_array_equal(x[..., 0] * 16.0, bunch.images)
+    np.testing.assert_array_equal(labels, bunch.target)
+    assert x.dtype == np.float64 and x.shape == (1797, 8, 8, 1) and not x.flags.writeable
+
+
 def test_two_class_digits():
     spec = DataSpec.model_validate({"source": "digits", "n_train": 100, "n_test": 50, "classes": [0, 1]})
     data = load_dataset(spec)

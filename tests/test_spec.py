@@ -6,12 +6,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ntkpipe.errors import SpecError
 from ntkpipe.lang.axes import AXES
 from ntkpipe.lang.identity import canonical_json, content_id
 from ntkpipe.lang.sweep import SweepError, check_unique, expand, fill_unset_axes
-from ntkpipe.lang.yaml_lines import load_with_lines
+from ntkpipe.lang.yaml_lines import LibyamlLoader, Loader, load_with_lines
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
 
@@ -44,6 +45,33 @@ def test_yaml_12_floats_and_lines(tmp_path):
     assert data == {"a": 0.001, "b": {"c": [100.0, 0.5, -0.2, 7]}}
     assert isinstance(data["b"]["c"][3], int)
     assert lines[("a",)] == 1 and lines[("b", "c")] == 3
+
+
+def _node_tree(node):
+    """A composed YAML node as nested tuples: kind, tag, line, value (the style, which only emitting
+    reads, left out)."""
+    if isinstance(node, yaml.MappingNode):
+        return "map", node.tag, node.start_mark.line, [(_node_tree(k), _node_tree(v)) for k, v in node.value]
+    if isinstance(node, yaml.SequenceNode):
+        return "seq", node.tag, node.start_mark.line, [_node_tree(v) for v in node.value]
+    return None if node is None else ("scalar", node.tag, node.start_mark.line, node.value)
+
+
+@pytest.mark.parametrize("path", sorted({*Path("specs").rglob("*.yaml"), *Path("tests").rglob("*.yaml")}),
+                         ids=str)
+def test_libyaml_composes_what_pyyaml_composes(path):
+    """Specs are composed by libyaml (fast) with the language's resolvers: the same tags (YAML 1.2
+    floats), values and lines as PyYAML's own parser, for every shipped and test spec."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        expected = _node_tree(yaml.compose(text, Loader=Loader))
+    except yaml.YAMLError:
+        expected = "syntax error"
+    try:
+        got = _node_tree(yaml.compose(text, Loader=LibyamlLoader))
+    except yaml.YAMLError:
+        got = "syntax error"
+    assert got == expected
 
 
 # --- sweeps -------------------------------------------------------------------------------------
