@@ -5,6 +5,7 @@ stages; and the constants of the cost model behind ``ntkpipe plan --cost`` (``nt
     python benchmarks/scale.py sweep                    # a tiny study of 10, 100 and 1000 runs through snakemake
     python benchmarks/scale.py calibrate RESULTS        # fit the constants to RESULTS/logs (a finished main job)
     python benchmarks/scale.py calibrate RESULTS --write   # and store them in ntkpipe/study/cost_constants.json
+                                                           # (each study's logged seconds: tests/data/cost_study_seconds.json)
 
 ``gram``: the NTK Gram of a 2-layer width-64 ReLU MLP (C = 1, D = 10, float64, x2 = x1, the structured
 ``mlp_layers`` implementation as the stages use it) and the full ``eigh`` of it, each P in a fresh process
@@ -13,7 +14,9 @@ is the slope of log time (memory) on log P over the largest four P.
 ``sweep``: ``snakemake --cores 2`` on a tiny study (a 2-layer width-20 linear network on 50 points, 50 GD
 steps, 6 checkpoints) with 10, 100 and 1000 seeds into fresh results directories; wall time, the jobs' logged
 seconds and the peak memory of the snakemake process (its jobs run in it), and their exponents.
-``calibrate``: each job's logged ``done in S s`` against its features, fitted by non-negative least squares.
+``calibrate``: each job's logged ``done in S s`` against its features, fitted by non-negative least squares
+(each job once, though several studies share it; weighted by 1/√(its study's logged seconds), so that the
+small studies count beside the large), and each study's estimate against its logged seconds.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 DONE = re.compile(r": done in ([0-9.]+) s$", re.M)
+STUDY_SECONDS = REPO / "tests" / "data" / "cost_study_seconds.json"
+"""Each study's logged job seconds in the main job that ``calibrate --write`` fitted (``tests/test_cost.py``)."""
 
 GRAM_CHILD = """
 import json, resource, sys, time
@@ -145,7 +150,7 @@ def calibrate(results: Path, specs: Path, write: bool) -> None:
 
     index = build_index(specs, results)
     logs = results / "logs"
-    samples, by_study = [], {}
+    samples, by_study = {}, {}  # samples by log: a stage job that several studies share ran once
     for tag, plan in index.plans.items():
         for name, features, _ in study_jobs(plan):
             kind, *rest = name.split()
@@ -155,11 +160,13 @@ def calibrate(results: Path, specs: Path, write: bool) -> None:
                    "plot": lambda: logs / "plot" / tag / f"{rest[1]}.log"}[kind]()
             found = DONE.findall(log.read_text()) if log.exists() else []
             if found:
-                samples.append((features, float(found[-1])))
+                samples[log] = (tag, features, float(found[-1]))
                 by_study.setdefault(tag, []).append((features, float(found[-1])))
-    seconds = fit_constants(samples)
+    study_seconds = {tag: sum(s for _, s in rows) for tag, rows in by_study.items()}
+    seconds = fit_constants([(features, s) for _, features, s in samples.values()],
+                            [study_seconds[tag] ** -0.5 for tag, _, _ in samples.values()])
     machine = (f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}): the {len(samples)} job "
-               f"logs of {results}, {time.strftime('%Y-%m-%d')}")
+               f"logs of a main job of the {len(by_study)} studies, {time.strftime('%Y-%m-%d')}")
     constants = Constants(seconds, machine)
     print("\n".join(f"{f:18} {seconds[f]:.3e} s per unit  ({doc})" for f, doc in FEATURES.items()))
     print(f"\n{'study':28} {'jobs':>5} {'logged s':>9} {'estimate s':>10} {'ratio':>6}")
@@ -173,7 +180,9 @@ def calibrate(results: Path, specs: Path, write: bool) -> None:
           f"max {max(ratios):.2f}")
     if write:
         CONSTANTS_FILE.write_text(json.dumps({"machine": machine, "seconds": seconds}, indent=1) + "\n")
-        print(f"wrote {CONSTANTS_FILE}")
+        STUDY_SECONDS.write_text(json.dumps({"machine": machine, "logged_seconds": {
+            tag: round(seconds, 1) for tag, seconds in sorted(study_seconds.items())}}, indent=1) + "\n")
+        print(f"wrote {CONSTANTS_FILE} and {STUDY_SECONDS}")
 
 
 def main() -> None:

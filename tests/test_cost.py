@@ -1,10 +1,13 @@
 """The cost model behind ``ntkpipe plan --cost`` (ntkpipe.study.cost): its fit recovers known
-constants, the CLI prints an estimate labelled as one, and the estimate of a tiny study is within a
-factor 2 of the seconds its jobs log when it runs (summed job seconds, not the wall clock), divided
-by how much slower than its CPU time a CPU-bound loop runs on the machine right then (its load)."""
+constants, the CLI prints an estimate labelled as one, the estimate of every shipped study is within a
+factor 2 of the seconds its jobs logged in the main job the constants were fitted on
+(``tests/data/cost_study_seconds.json``), and the estimate of a tiny study is within a factor 2 of the
+seconds its jobs log when it runs (summed job seconds, not the wall clock), divided by how much slower
+than its CPU time a CPU-bound loop runs on the machine right then (its load)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -19,6 +22,7 @@ from ntkpipe.cli import main
 from ntkpipe.study.cost import FEATURES, Constants, fit_constants, study_cost
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
+from ntkpipe.workflow import build_index
 from tests.conftest import REPO
 
 TINY = """\
@@ -59,6 +63,16 @@ def test_plan_cost_prints_an_estimate_per_study(tmp_path, capsys):
     assert Constants.load().machine in out[0]
     assert re.fullmatch(r"tiny_cost: 6 runs, 8 jobs; estimate: \d+ s of job time, \d+ s wall on 2 cores, "
                         r"peak memory \d+\.\d GiB \(largest job\)", out[1]), out[1]
+
+
+def test_the_estimate_of_each_shipped_study_is_within_a_factor_2_of_its_logged_seconds(tmp_path):
+    fitted = json.loads((REPO / "tests" / "data" / "cost_study_seconds.json").read_text())
+    assert fitted["machine"] == Constants.load().machine, "refit: scale.py calibrate RESULTS --write writes both"
+    plans = build_index(REPO / "specs", tmp_path / "results").plans
+    assert set(plans) == set(fitted["logged_seconds"])
+    constants = Constants.load()
+    ratios = {tag: study_cost(plan, constants).seconds / fitted["logged_seconds"][tag] for tag, plan in plans.items()}
+    assert all(0.5 <= r <= 2.0 for r in ratios.values()), ratios
 
 
 @pytest.mark.workflow

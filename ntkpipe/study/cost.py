@@ -12,8 +12,10 @@ were measured on in ``cost_constants.json`` beside this module. The FLOP counts 
 * an NTK Gram over g examples and C outputs: (g·C)²·P_θ (a Jacobian contraction; Novak et al. 2022, Sec. 3);
 * an eigendecomposition of an (g·C)² Gram: (g·C)³.
 
-A training job has one Gram of its measurements' largest size (``Measurement.gram_points``) per
-checkpoint; a stage job one Gram of its run's train ∪ test points (an eigendecomposition stage also
+A study compiles each distinct program shape of its runs once (:func:`program_shape`; the first run
+of a shape pays it, convolutional nets far more than MLPs); each job is counted once, though several
+sweep points be the same run. A training job has one Gram of its measurements' largest size
+(``Measurement.gram_points``) per checkpoint and passes over its points per checkpoint; a stage job one Gram of its run's train ∪ test points (an eigendecomposition stage also
 its eigendecomposition); the study's aggregation a part per run, and each figure a fixed part.
 Memory is :mod:`ntkpipe.resources`' estimate of each job (its ``mem_mb``); the study's peak is its
 largest job's. Wall time on k cores is the summed seconds over k: the main job keeps its cores
@@ -36,11 +38,14 @@ from ntkpipe.train.driver import checkpoint_steps, total_steps
 CONSTANTS_FILE = Path(__file__).with_name("cost_constants.json")
 FEATURES = {
     "train_job": "each training job: start, writing its store",
-    "compile": "each training job whose programs no earlier run of the study compiled (it differs in more "
-               "than its seed)",
-    "train_flops": "training FLOPs of an MLP, 3·B·[FP] per step (6·B·[FP] for a linearization)",
+    "compile": "each distinct program shape of the study's MLP runs (:func:`program_shape`: runs that differ "
+               "only in their initialization or learning rate share compiled programs), charged to its first run",
+    "conv_compile": "the same for other architectures (XLA compiles convolutions far slower)",
+    "train_flops": "training FLOPs of an MLP, 3·B·[FP] per step (6·B·[FP] for a linearization; none for a kernel "
+                   "kind, whose dynamics are on its Gram)",
     "conv_train_flops": "the same for other architectures (convolutions run below an MLP's GEMM rate)",
     "checkpoint": "each checkpoint: its measurements' fixed part",
+    "checkpoint_points": "each checkpoint's points (train and test): its measurements' passes over the data",
     "measurement": "each measurement item: its compilation and final computation",
     "gram_flops": "checkpoint Grams, (g·C)²·P_θ each",
     "stage_job": "each stage job (Gram, eigendecomposition, NADs, pretraining)",
@@ -89,10 +94,10 @@ def run_features(run) -> dict[str, float]:
     batch = run.train.batch_size or run.data.n_train
     checkpoints = len(checkpoint_steps(run.train.checkpoints, steps))
     rows = gram_points(run) * _outputs(run)
-    return {"train_job": 1.0, "train_flops" if run.model.architecture == "mlp" else "conv_train_flops":
-                3.0 * (1 + linearized) * steps * batch * example_flops(run), "checkpoint": float(checkpoints),
-            "measurement": float(len(run.measure)),
-            "gram_flops": float(checkpoints) * rows**2 * params}
+    flops = 0.0 if MODEL_KINDS[run.model.kind].kernel else 3.0 * (1 + linearized) * steps * batch * example_flops(run)
+    return {"train_job": 1.0, "train_flops" if run.model.architecture == "mlp" else "conv_train_flops": flops,
+            "checkpoint": float(checkpoints), "checkpoint_points": float(checkpoints * (run.data.n_train + run.data.n_test)),
+            "measurement": float(len(run.measure)), "gram_flops": float(checkpoints) * rows**2 * params}
 
 
 def example_flops(run) -> float:
@@ -134,12 +139,32 @@ def _outputs(run) -> int:
     return output_count(run.data)
 
 
+def program_shape(run) -> str:
+    """What the compiled programs of ``run`` depend on: its model options but its initialization (seed,
+    σ, layer variances, pretrained origin: they set the parameters' values, not the programs), the data's
+    shapes, the optimizer, loss, batch and dtype, and the measurements; not learning rates or step counts,
+    which the programs take as arguments."""
+    from ntkpipe.data import input_shape
+
+    train = run.train
+    return json.dumps([run.model.model_dump(mode="json", exclude={"seed", "sigma", "layer_variance", "origin"}),
+                       input_shape(run.data), run.data.n_train, run.data.n_test, _outputs(run), train.optimizer.name,
+                       train.loss, train.batch_size, train.dtype, [m.model_dump(mode="json") for m in run.measure]],
+                      sort_keys=True)
+
+
 def study_jobs(plan: StudyPlan) -> list[tuple[str, dict[str, float], int]]:
-    """(job name, features, estimated mem_mb) of every job ``plan`` makes (every job, done or not)."""
-    jobs, compiled = [], set()
+    """(job name, features, estimated mem_mb) of every job ``plan`` makes, once each (sweep points that are
+    the same run share its job), done or not."""
+    jobs, compiled, seen = [], set(), set()
     for job in plan.runs + plan.support_runs:
-        shape = job.spec.model_dump_json(exclude={"seed"})
-        features = run_features(job.spec) | {"compile": float(shape not in compiled)}
+        if job.id in seen:
+            continue
+        seen.add(job.id)
+        shape = program_shape(job.spec)
+        features = run_features(job.spec)
+        if shape not in compiled:
+            features["compile" if job.spec.model.architecture == "mlp" else "conv_compile"] = 1.0
         compiled.add(shape)
         jobs.append((f"train {job.id}", features, run_memory_mb(job.spec)))
     for s in plan.stages.values():
@@ -162,16 +187,19 @@ def study_cost(plan: StudyPlan, constants: Constants) -> StudyCost:
     return StudyCost(plan.tag, len(plan.runs), [(name, features) for name, features, _ in jobs], seconds, peak)
 
 
-def fit_constants(samples: list[tuple[dict[str, float], float]]) -> dict[str, float]:
+def fit_constants(samples: list[tuple[dict[str, float], float]], weights: list[float] | None = None) -> dict[str, float]:
     """Non-negative least squares of seconds on features (absolute errors, so that a study's summed
-    seconds come out right rather than each small job's). Features no sample has get 0."""
+    seconds come out right rather than each small job's), each sample's error times its weight (1 without
+    ``weights``; ``benchmarks/scale.py calibrate`` weighs a job by 1/√(its study's seconds), so that small
+    studies count too). Features no sample has get 0."""
     from scipy.optimize import nnls
 
     names = list(FEATURES)
     x = np.array([[features.get(f, 0.0) for f in names] for features, _ in samples])
     y = np.array([seconds for _, seconds in samples])
+    w = np.ones(len(samples)) if weights is None else np.asarray(weights, float)
     scale = np.maximum(np.abs(x).max(axis=0), 1e-300)
-    coef, _ = nnls(x / scale, y)
+    coef, _ = nnls(x / scale * w[:, None], y * w)
     return {f: float(c / s) for f, c, s in zip(names, coef, scale)}
 
 
