@@ -13,7 +13,7 @@ import pytest
 from ntkpipe import empirical_ntk, flatten_gram
 from ntkpipe.errors import SpecError
 from ntkpipe.lang.schema import MODEL_SPEC
-from ntkpipe.models import build_model, learning_rate_scale
+from ntkpipe.models import build_model, learning_rate_scale, trainable
 from ntkpipe.ntk.kernel_stats import kernel_alignment
 from ntkpipe.stages import run_context
 from ntkpipe.store import read_store
@@ -101,8 +101,9 @@ def test_feature_learning_rate_rescales_output_and_learning_rate():
         def loss(m):
             return 0.5 * jnp.mean(jnp.sum((jax.vmap(m)(x) - y) ** 2, -1))
 
-        grads = eqx.filter_grad(loss)(net)
-        stepped = jax.tree.map(lambda p, g: p - eta0 * gamma**2 * g, net, grads)
+        params, fixed = trainable(net)  # the weights; not the multipliers c_ℓ and κ
+        grads = jax.grad(lambda p: loss(eqx.combine(p, fixed)))(params)
+        stepped = eqx.combine(jax.tree.map(lambda p, g: p - eta0 * gamma**2 * g, params, grads), fixed)
         moved = np.asarray(jax.vmap(stepped)(x) - g0).reshape(-1)
         predicted = -eta0 / len(x) * k_f @ np.asarray(g0 - y).reshape(-1)
         np.testing.assert_allclose(moved, predicted, rtol=1e-3 * gamma, atol=1e-9)

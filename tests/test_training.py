@@ -10,7 +10,7 @@ import optax
 import pytest
 
 from ntkpipe.lang.schema import CheckpointSpec, TrainSpec
-from ntkpipe.models import MLP, Linearized
+from ntkpipe.models import MLP, Linearized, trainable
 from ntkpipe.train import checkpoint_steps, total_steps, train
 
 RNG = np.random.default_rng(0)
@@ -83,16 +83,18 @@ def test_adam_matches_optax_adam():
     model = MLP(3, 4, 2, 1, activation="tanh", dtype=jnp.float64, key=jax.random.PRNGKey(2))
     traj = run(model, spec(optimizer={"name": "adam", "lr": 0.01}, steps=30))
     opt = optax.adam(0.01)
-    state = opt.init(model)
+    params, fixed = trainable(model)  # the weights; not the multipliers c_ℓ and κ
+    state = opt.init(params)
 
-    def loss(m):
-        return 0.5 * jnp.mean(jnp.sum((jax.vmap(m)(jnp.asarray(X)) - Y) ** 2, -1))
+    def loss(p):
+        return 0.5 * jnp.mean(jnp.sum((jax.vmap(eqx.combine(p, fixed))(jnp.asarray(X)) - Y) ** 2, -1))
 
     with jax.numpy_dtype_promotion("standard"):  # optax promotes implicitly (Adam's bias correction)
         for _ in range(30):
-            updates, state = opt.update(jax.grad(loss)(model), state, model)
-            model = optax.apply_updates(model, updates)
-    for a, b in zip(jax.tree.leaves(traj.model), jax.tree.leaves(model)):
+            updates, state = opt.update(jax.grad(loss)(params), state, params)
+            params = optax.apply_updates(params, updates)
+    assert len(jax.tree.leaves(params)) == 2
+    for a, b in zip(jax.tree.leaves(trainable(traj.model)[0]), jax.tree.leaves(params)):
         np.testing.assert_allclose(a, b, rtol=1e-10)
 
 

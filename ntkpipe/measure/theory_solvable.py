@@ -23,7 +23,7 @@ def _solvable_theory(run, traj, item) -> dict:
     w0 = np.asarray(net.weights[0], np.float64) @ n
     a = run.data.flat_train @ n
     a_bar, y_star, irreducible = solvable.line_reduction(a, run.data.y_train[:, 0])
-    kappa = net.output_scale * a_bar
+    kappa = float(net.output_scale) * a_bar
     opt = run.spec.train.optimizer
     m_w, m_u = opt.layer_lr or (1.0, 1.0)
     eta_w, eta_u = m_w, m_u * opt.lr_ratio
@@ -34,7 +34,7 @@ def _solvable_theory(run, traj, item) -> dict:
     if not flow:
         return out | {k: np.full(len(traj.time), np.nan) for k in _SERIES} | {"layer_alignment_theory_error": np.nan}
     theory = solvable.closed_form(u0, w0, kappa, y_star, eta_u, eta_w, traj.time)
-    gram_scale = net.output_scale**2 * float(a @ a)
+    gram_scale = float(net.output_scale)**2 * float(a @ a)
     series_ = {"layer_alignment_theory": theory["layer_alignment"], "readout_norm_theory": np.sqrt(theory["u_norm_sq"]),
                "hidden_norm_theory": np.sqrt(theory["w_norm_sq"]),
                "loss_theory": 0.5 * theory["residual"] ** 2 + irreducible,

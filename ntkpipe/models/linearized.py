@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ntkpipe.models.fixed import fixed_mask
 from ntkpipe.models.state import split_state, state_mask
 
 
@@ -31,10 +32,10 @@ class Linearized(eqx.Module):
         self.centered = centered
 
     def __call__(self, x: Float[Array, " D"]) -> Float[Array, " C"]:
-        origin_arrays, static = eqx.partition(self.origin, eqx.is_inexact_array)
+        origin_arrays, static = eqx.partition(self.origin, _moving(self.origin))
         origin_arrays = jax.lax.stop_gradient(origin_arrays)
         delta = jax.tree.map(
-            jnp.subtract, eqx.filter(self.params, eqx.is_inexact_array), origin_arrays
+            jnp.subtract, eqx.filter(self.params, _moving(self.params)), origin_arrays
         )
 
         def f(arrays):
@@ -44,14 +45,20 @@ class Linearized(eqx.Module):
         return df if self.centered else f0 + df
 
 
+def _moving(model: eqx.Module):
+    """True at the floating-point arrays of ``model`` except its fixed scalars (:mod:`ntkpipe.models.fixed`)."""
+    return jax.tree.map(lambda array, fixed: array and not fixed,
+                        jax.tree.map(eqx.is_inexact_array, model), fixed_mask(model))
+
+
 def trainable(model: eqx.Module) -> tuple[eqx.Module, eqx.Module]:
     """Split ``model`` into ``(trainable arrays, everything else)`` for ``eqx.combine``.
 
     A :class:`Linearized` model trains only ``params``; its ``origin`` θ₀ is frozen. A network's
-    state (:class:`~ntkpipe.models.state.BatchStats`) is not trainable.
+    state (:class:`~ntkpipe.models.state.BatchStats`) and its fixed scalars
+    (:class:`~ntkpipe.models.fixed.Fixed`) are not trainable.
     """
-    spec = jax.tree.map(lambda array, state: array and not state,
-                        jax.tree.map(eqx.is_inexact_array, model), state_mask(model))
+    spec = jax.tree.map(lambda array, state: array and not state, _moving(model), state_mask(model))
     if isinstance(model, Linearized):
         spec = eqx.tree_at(lambda m: m.origin, spec, replace_fn=lambda o: jax.tree.map(lambda _: False, o))
     return eqx.partition(model, spec)

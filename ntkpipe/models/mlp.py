@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ntkpipe.activations import ACTIVATIONS, Activation
+from ntkpipe.models.fixed import Fixed
 
 Parameterization = Literal["standard", "ntk"]
 
@@ -38,14 +39,14 @@ class MLP(eqx.Module):
     Attributes:
         weights: ``W_ℓ`` with shape ``(n_ℓ, n_{ℓ-1})``, ℓ = 1 … L.
         biases: ``b_ℓ`` with shape ``(n_ℓ,)``, or ``None`` for a bias-free network.
-        multipliers: ``c_ℓ`` (static).
+        multipliers: ``c_ℓ`` and ``output_scale``: κ, fixed scalars (:mod:`ntkpipe.models.fixed`).
     """
 
     weights: tuple[Float[Array, "out in"], ...]
     biases: tuple[Float[Array, " out"], ...] | None
-    multipliers: tuple[float, ...] = eqx.field(static=True)
+    multipliers: tuple[Fixed, ...]
     activation: Activation = eqx.field(static=True)
-    output_scale: float = eqx.field(static=True)
+    output_scale: Fixed
 
     def __init__(
         self,
@@ -86,10 +87,10 @@ class MLP(eqx.Module):
             else:
                 raise ValueError(f"parameterization must be 'standard' or 'ntk', got {parameterization!r}")
         self.weights = tuple(weights)
-        self.multipliers = tuple(multipliers)
+        self.multipliers = tuple(Fixed(c) for c in multipliers)
         self.biases = tuple(jnp.zeros((n,), dtype) for n in sizes[1:]) if bias else None
         self.activation = activation
-        self.output_scale = float(output_scale)
+        self.output_scale = Fixed(output_scale)
 
     @property
     def depth(self) -> int:
@@ -104,20 +105,20 @@ class MLP(eqx.Module):
         h, inputs = x.reshape(-1), []
         for ell, (w, c) in enumerate(zip(self.weights, self.multipliers)):
             inputs.append(h)
-            z = c * (w @ h)
+            z = c.value * (w @ h)
             if self.biases is not None:
                 z = z + self.biases[ell]
             if offsets is not None:
                 z = z + offsets[ell]
             h = phi(z) if ell < self.depth - 1 else z
-        return tuple(inputs), self.output_scale * h
+        return tuple(inputs), self.output_scale.value * h
 
     def __call__(self, x: Float[Array, " *shape"]) -> Float[Array, " C"]:
         return self.layer_inputs_and_output(x)[1]
 
     def end_to_end_matrix(self) -> Float[Array, "C D"]:
         """κ c_L W_L ⋯ c_1 W_1: the linear map computed by a bias-free linear network."""
-        m = self.multipliers[0] * self.weights[0]
+        m = self.multipliers[0].value * self.weights[0]
         for w, c in zip(self.weights[1:], self.multipliers[1:]):
-            m = c * (w @ m)
-        return self.output_scale * m
+            m = c.value * (w @ m)
+        return self.output_scale.value * m

@@ -35,7 +35,8 @@ def forward_flops(model: eqx.Module, example: Float[Array, "..."]) -> float:
     Only shapes and dtypes are used, so ``model`` and ``example`` may be tracers (inside ``jax.jit``).
     """
     arrays, rest = eqx.partition(model, eqx.is_array)
-    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), (arrays, example))
+    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False)),
+                            (arrays, example))
     lowered = jax.jit(lambda a, x: eqx.combine(a, rest)(x)).lower(*abstract)
     analysis = lowered.cost_analysis()
     assert analysis is not None, "XLA's CPU and GPU backends analyse costs"

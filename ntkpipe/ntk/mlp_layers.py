@@ -40,6 +40,7 @@ from jax import lax
 from jaxtyping import Array, Float, Int
 
 from ntkpipe.models import MLP, Linearized
+from ntkpipe.models.fixed import fixed_mask
 from ntkpipe.ntk.blocking import fill_gram
 from ntkpipe.ntk.outputs import (
     OUTPUT_AXES,
@@ -91,21 +92,25 @@ def has_constant_readout_gradient(mlp: MLP) -> bool:
     computation) under ``jax.vmap`` over the weights and the input with an unmapped output, which fails
     when it depends on either. ``mlp`` may be traced (inside ``jax.jit`` or ``jax.vmap``).
     """
-    arrays, static = eqx.partition(mlp, eqx.is_array)
-    shapes = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), arrays)
-    return _traced_readout_gradient_is_constant(static, shapes)
+    fixed, rest = eqx.partition(mlp, fixed_mask(mlp))
+    arrays, static = eqx.partition(rest, eqx.is_array)
+    shapes = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False)),
+                          (arrays, fixed))  # NumPy weights (a pack's host copy) are never weak
+    return _traced_readout_gradient_is_constant(static, *shapes)
 
 
 @functools.lru_cache(maxsize=64)
-def _traced_readout_gradient_is_constant(static: MLP, shapes: MLP) -> bool:
+def _traced_readout_gradient_is_constant(static: MLP, shapes: MLP, fixed: MLP) -> bool:
+    """Whether g_L stays unbatched when the weights and the input are batched (the fixed scalars,
+    c_ℓ and κ, are not: they are the same for every example)."""
     batched = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), shapes)
     x = jax.ShapeDtypeStruct((1, shapes.weights[0].shape[1]), shapes.weights[0].dtype)
 
-    def readout_gradient(arrays, x):
-        return layer_features(eqx.combine(arrays, static), x)[1][-1]
+    def readout_gradient(arrays, fixed, x):
+        return layer_features(eqx.combine(arrays, fixed, static), x)[1][-1]
 
     try:
-        jax.eval_shape(jax.vmap(readout_gradient, out_axes=None), batched, x)
+        jax.eval_shape(jax.vmap(readout_gradient, in_axes=(0, None, 0), out_axes=None), batched, fixed, x)
     except ValueError:  # the output is batched: g_L depends on the input or the weights
         return False
     return True
@@ -124,7 +129,7 @@ def _layer_grams(
     (inputs1, grads1), (inputs2, grads2) = features1, features2
     grams = []
     for layer, (c, h1, g1, h2, g2) in enumerate(zip(mlp.multipliers, inputs1, grads1, inputs2, grads2)):
-        scale = c**2 * (h1 @ h2.T) + bias
+        scale = c.value**2 * (h1 @ h2.T) + bias
         if layer == mlp.depth - 1 and constant_readout:
             products = factor_products(g1[:1], g1[:1], outputs)  # (1, 1, *O), the same for every pair
             grams.append(times_pair_scale(jnp.broadcast_to(products, (*scale.shape, *products.shape[2:])), scale))

@@ -14,6 +14,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from ntkpipe.models.fixed import is_fixed
+
 
 def with_x64(fn):
     """``fn`` called with JAX's 64-bit types enabled (so its ``jnp.float64`` arrays are float64),
@@ -28,8 +30,9 @@ def with_x64(fn):
 
 
 def cast_floats(tree, dtype):
-    """Return ``tree`` with every floating-point array cast to ``dtype`` (other leaves untouched)."""
-    return jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, tree)
+    """Return ``tree`` with every floating-point array cast to ``dtype`` (other leaves, and a network's
+    fixed scalars, :mod:`ntkpipe.models.fixed`, untouched)."""
+    return jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, tree, is_leaf=is_fixed)
 
 
 @with_x64

@@ -49,14 +49,15 @@ def linear_ntk_matrix(model: MLP) -> np.ndarray:
     single-output ``MLP`` with linear activation (any multipliers c_ℓ and output scale κ), float64."""
     if model.activation != "linear" or model.biases is not None or model.weights[-1].shape[0] != 1:
         raise ValueError("need a bias-free, single-output MLP with linear activation")
-    layers = [c * np.asarray(w, dtype=np.float64) for w, c in zip(model.weights, model.multipliers)]
+    multipliers = [float(c) for c in model.multipliers]
+    layers = [c * np.asarray(w, dtype=np.float64) for w, c in zip(model.weights, multipliers)]
     below = [np.eye(layers[0].shape[1])]  # A_ℓ
     for w in layers[:-1]:
         below.append(w @ below[-1])
-    above = [np.full((1,), model.output_scale)]  # κ B_ℓ, built from ℓ = L down
+    above = [np.full((1,), float(model.output_scale))]  # κ B_ℓ, built from ℓ = L down
     for w in layers[:0:-1]:
         above.insert(0, above[0] @ w)
-    total = sum(c**2 * (b @ b) * (a.T @ a) for c, a, b in zip(model.multipliers, below, above))
+    total = sum(c**2 * (b @ b) * (a.T @ a) for c, a, b in zip(multipliers, below, above))
     return cast(np.ndarray, total)  # a sum over the weight layers, never empty (so never the start value 0)
 
 

@@ -1,0 +1,38 @@
+"""Fixed scalars of a network: the layer multipliers c_ℓ and the output scale κ of z = c W h, f = κ z.
+
+They are array leaves, not static fields, so that a compiled function (a training step, a Gram) takes
+them as arguments: one program serves every σ (c_ℓ = σ/√n of the NTK parameterization) and every κ of
+a shape, where a static field compiled a program per value. They are never trained, differentiated or
+stored (:func:`ntkpipe.models.trainable` leaves them out), nor cast to a training dtype: a weak-typed
+float64 scalar acts as the Python float it replaces (c·h keeps h's dtype, rounding c as a literal
+would), and float64 theory reads it exactly.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+
+class Fixed(eqx.Module):
+    """One fixed scalar (``value``: a weak-typed 0-d array, float64 under JAX's 64-bit types)."""
+
+    value: Float[Array, ""]
+
+    def __init__(self, value: float):
+        self.value = jnp.asarray(float(value))
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def is_fixed(node) -> bool:
+    return isinstance(node, Fixed)
+
+
+def fixed_mask(tree):
+    """``tree`` with True at every array leaf inside a :class:`Fixed`, False elsewhere."""
+    return jax.tree.map(lambda node: jax.tree.map(eqx.is_array, node) if is_fixed(node) else False,
+                        tree, is_leaf=is_fixed)
