@@ -141,13 +141,15 @@ def _outputs(run) -> int:
 
 def program_shape(run) -> str:
     """What the compiled programs of ``run`` depend on: its model options but its initialization (seed,
-    σ, layer variances, pretrained origin: they set the parameters' values, not the programs), the data's
-    shapes, the optimizer, loss, batch and dtype, and the measurements; not learning rates or step counts,
-    which the programs take as arguments."""
+    σ, layer variances, pretrained origin: they set the parameters' values, not the programs) and, for an
+    MLP, its output scale and γ (traced scalars, :mod:`ntkpipe.models.fixed`), the data's shapes, the
+    optimizer, loss, batch and dtype, and the measurements; not learning rates or step counts, which the
+    programs take as arguments."""
     from ntkpipe.data import input_shape
 
     train = run.train
-    return json.dumps([run.model.model_dump(mode="json", exclude={"seed", "sigma", "layer_variance", "origin"}),
+    traced = {"output_scale", "gamma"} if run.model.architecture == "mlp" else set()
+    return json.dumps([run.model.model_dump(mode="json", exclude={"seed", "sigma", "layer_variance", "origin"} | traced),
                        input_shape(run.data), run.data.n_train, run.data.n_test, _outputs(run), train.optimizer.name,
                        train.loss, train.batch_size, train.dtype, [m.model_dump(mode="json") for m in run.measure]],
                       sort_keys=True)
