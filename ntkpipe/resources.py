@@ -51,9 +51,10 @@ def _count_parameters(model, shape: tuple[int, ...], outputs: int) -> int:
     import jax
 
     from ntkpipe.models import build_model
+    from ntkpipe.models.fixed import is_fixed
 
     shapes = jax.eval_shape(lambda: build_model(model, shape, outputs, 0))
-    return sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(shapes)
+    return sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(shapes, is_leaf=is_fixed)  # c_ℓ, κ: not trained
                if isinstance(leaf, jax.ShapeDtypeStruct) and jax.numpy.issubdtype(leaf.dtype, jax.numpy.inexact))
 
 

@@ -16,6 +16,7 @@ from ntkpipe.jobs import aggregate_study
 from ntkpipe.jobs.plot import draw_figure
 from ntkpipe.jobs.table import phase_table_file
 from ntkpipe.measure.registry import REGISTRY
+from ntkpipe.models.fixed import is_fixed
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.plots.checks import figure_defects
 from ntkpipe.stages import run_context
@@ -160,7 +161,7 @@ def test_scaling_errors_are_located(tmp_path):
 def test_relative_kernel_change_is_the_frobenius_change_of_the_train_gram(tmp_path):
     run = _load(tmp_path, STUDY).runs[1]
     ctx = run_context(run, {})
-    moved = jax.tree.map(lambda a: a * 1.3 if hasattr(a, "shape") else a, ctx.model0)
+    moved = jax.tree.map(lambda a: a * 1.3 if hasattr(a, "shape") else a, ctx.model0, is_leaf=is_fixed)  # not κ
     k0 = np.asarray(flatten_gram(empirical_ntk(ctx.model0, ctx.data.x_train)))
     kt = np.asarray(flatten_gram(empirical_ntk(moved, ctx.data.x_train)))
     value = REGISTRY["relative_kernel_change"].compute(ctx, SimpleNamespace(model=moved), None)["relative_kernel_change"]

@@ -17,6 +17,7 @@ from ntkpipe.data import input_shape, output_count
 from ntkpipe.errors import ConfigError, SpecError
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models import build_model, trainable
+from ntkpipe.models.fixed import is_fixed
 from ntkpipe.resources import (
     MIB,
     memory_limit,
@@ -65,10 +66,11 @@ def test_parameter_and_optimizer_memory_equals_the_built_model_and_optax_state(k
     also keeps θ₀) against the bytes of the built model's arrays and optax's initialized state."""
     run = run_spec({"depth": 3, "width": 13, "bias": True, "kind": kind}, optimizer, dtype=dtype)
     net = jax.tree.map(lambda a: a.astype(dtype) if isinstance(a, jax.Array) else a,
-                       build_model(run.model, input_shape(run.data), output_count(run.data), run.seed))
+                       build_model(run.model, input_shape(run.data), output_count(run.data), run.seed),
+                       is_leaf=is_fixed)  # the fixed scalars c_ℓ, κ are not cast, trained or counted
     params = trainable(net)[0]
     state = update_direction(run.train.optimizer).init(params)
-    arrays = [leaf for leaf in jax.tree.leaves(net) + jax.tree.leaves(state)
+    arrays = [leaf for leaf in jax.tree.leaves(net, is_leaf=is_fixed) + jax.tree.leaves(state)
               if isinstance(leaf, jax.Array) and jax.numpy.issubdtype(leaf.dtype, jax.numpy.inexact)]
     assert state_bytes(run) == sum(a.nbytes for a in arrays)
     assert parameter_count(run) == (7 * 13 + 13) + (13 * 13 + 13) + (13 + 1)

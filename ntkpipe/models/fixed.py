@@ -27,6 +27,12 @@ class Fixed(eqx.Module):
     def __float__(self) -> float:
         return float(self.value)
 
+    def like(self, x) -> Float[Array, ""]:
+        """The scalar in ``x``'s dtype, rounded as a Python float (or a weak-typed scalar) is where it
+        meets ``x``: the same program and numbers also where the value was read back from NumPy (a
+        resume snapshot, a stored state, a pack's host copy) as a strongly typed float64."""
+        return jnp.asarray(self.value).astype(x.dtype)
+
 
 def is_fixed(node) -> bool:
     return isinstance(node, Fixed)

@@ -105,20 +105,20 @@ class MLP(eqx.Module):
         h, inputs = x.reshape(-1), []
         for ell, (w, c) in enumerate(zip(self.weights, self.multipliers)):
             inputs.append(h)
-            z = c.value * (w @ h)
+            z = c.like(w) * (w @ h)
             if self.biases is not None:
                 z = z + self.biases[ell]
             if offsets is not None:
                 z = z + offsets[ell]
             h = phi(z) if ell < self.depth - 1 else z
-        return tuple(inputs), self.output_scale.value * h
+        return tuple(inputs), self.output_scale.like(h) * h
 
     def __call__(self, x: Float[Array, " *shape"]) -> Float[Array, " C"]:
         return self.layer_inputs_and_output(x)[1]
 
     def end_to_end_matrix(self) -> Float[Array, "C D"]:
         """κ c_L W_L ⋯ c_1 W_1: the linear map computed by a bias-free linear network."""
-        m = self.multipliers[0].value * self.weights[0]
+        m = self.multipliers[0].like(self.weights[0]) * self.weights[0]
         for w, c in zip(self.weights[1:], self.multipliers[1:]):
-            m = c.value * (w @ m)
-        return self.output_scale.value * m
+            m = c.like(w) * (w @ m)
+        return self.output_scale.like(m) * m

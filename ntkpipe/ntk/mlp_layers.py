@@ -129,7 +129,7 @@ def _layer_grams(
     (inputs1, grads1), (inputs2, grads2) = features1, features2
     grams = []
     for layer, (c, h1, g1, h2, g2) in enumerate(zip(mlp.multipliers, inputs1, grads1, inputs2, grads2)):
-        scale = c.value**2 * (h1 @ h2.T) + bias
+        scale = jnp.asarray(c.value**2).astype(h1.dtype) * (h1 @ h2.T) + bias  # c² in float64, rounded once
         if layer == mlp.depth - 1 and constant_readout:
             products = factor_products(g1[:1], g1[:1], outputs)  # (1, 1, *O), the same for every pair
             grams.append(times_pair_scale(jnp.broadcast_to(products, (*scale.shape, *products.shape[2:])), scale))
