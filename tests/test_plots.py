@@ -700,6 +700,30 @@ def test_a_drawn_figure_is_saved_as_drawn_pixel_for_pixel(tmp_path):
     assert {k: a.info[k] for k in ("Title", "Source", "Software", "dpi")} == {k: b.info[k] for k in ("Title", "Source", "Software", "dpi")}
 
 
+def test_ticks_set_once_per_state_draw_the_same_pixels():
+    """``checks.draw`` (its ticks set and tick labels measured once per axis state, ``ticks_once``) draws
+    the pixels of matplotlib's own draw -- constrained layout, log axes with labelled minor ticks, shared
+    axes, a colour bar, thinned tick labels -- and leaves no memo behind."""
+    from ntkpipe.plots.checks import lay_out
+
+    def figure():
+        fig, axes = new_figure(2, 2)
+        for k, ax in enumerate(axes.ravel()):
+            ax.loglog(np.geomspace(0.02 + k, 3.0 + 10 * k, 50), np.geomspace(1e-3, 0.5, 50), label=f"k = {k}")
+        axes[0, 0].sharex(axes[1, 0])
+        image = axes[1, 1].inset_axes((0.6, 0.1, 0.3, 0.3)).imshow(np.arange(12.0).reshape(3, 4))
+        fig.colorbar(image, ax=axes[1, 1])
+        axes[0, 1].legend()
+        thin_tick_labels(fig, lay_out(fig))
+        return fig
+
+    memoized, plain = figure(), figure()
+    draw(memoized)
+    FigureCanvasAgg(plain).draw()
+    np.testing.assert_array_equal(np.asarray(memoized.canvas.buffer_rgba()), np.asarray(plain.canvas.buffer_rgba()))  # pyright: ignore[reportAttributeAccessIssue]  # Agg canvases
+    assert not [axis for ax in memoized.axes for axis in (ax.xaxis, ax.yaxis) if "_update_ticks" in vars(axis)]
+
+
 def test_time_series_change_subtracts_the_initial_value(tmp_path):
     """``normalize: change`` draws value − initial value per hue line (kernel-alignment Fig. 7A: each
     trace the projection on a target with its initial value subtracted), and says so on the axis."""
@@ -714,3 +738,19 @@ def test_time_series_change_subtracts_the_initial_value(tmp_path):
     assert fig.axes[0].get_ylabel().endswith("− initial")
     assert figure_defects(fig) == []
     save(fig, tmp_path / "change.png")
+
+
+def test_a_study_dataset_is_loaded_once_until_its_store_is_rewritten(tmp_path):
+    """The plot jobs of one process share the dataset they draw from (each a copy of its own), and a
+    store written again (renamed into place) is read again."""
+    from ntkpipe.jobs.plot import study_dataset
+    from ntkpipe.store import write_store
+
+    path = tmp_path / "study.zarr"
+    write_store(xr.Dataset({"loss": ("time", [1.0, 0.5])}, coords={"time": [0.0, 1.0]}), path, config={}, store_id="a")
+    first = study_dataset(path)
+    first["extra"] = first["loss"] * 2
+    again = study_dataset(path)
+    assert "extra" not in again and np.shares_memory(again["loss"].values, first["loss"].values)
+    write_store(xr.Dataset({"loss": ("time", [2.0, 1.0])}, coords={"time": [0.0, 1.0]}), path, config={}, store_id="a")
+    assert study_dataset(path)["loss"].values.tolist() == [2.0, 1.0]

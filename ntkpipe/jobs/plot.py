@@ -4,8 +4,10 @@ modules (matplotlib) are imported when a figure is drawn, not with :mod:`ntkpipe
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +16,7 @@ from ntkpipe.layout import open_dataset
 from ntkpipe.study.plan import StudyPlan
 
 if TYPE_CHECKING:
+    import xarray as xr
     from matplotlib.figure import Figure
 
 MATPLOTLIB_LOCK = threading.Lock()
@@ -27,8 +30,23 @@ def draw_figure(plan: StudyPlan, name: str) -> Figure:
     from ntkpipe.plots import PLOTTERS
 
     spec = next(f for f in plan.study.spec.figures if f.name == name)
-    ds = open_dataset(plan.dataset_path).load()
-    return PLOTTERS[spec.kind](ds, spec, figure_title(plan.study.spec, spec))
+    return PLOTTERS[spec.kind](study_dataset(plan.dataset_path), spec, figure_title(plan.study.spec, spec))
+
+
+def study_dataset(path: str | Path) -> xr.Dataset:
+    """The study dataset at ``path``, loaded once for the figures drawn from it in this process (the
+    plot jobs of a Snakemake process are its threads): each figure gets a shallow copy of the
+    loaded dataset, which is read again when the store was rewritten (a store is renamed into place,
+    so it is a new directory)."""
+    st = os.stat(path)
+    return _loaded(str(path), (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)).copy()
+
+
+@lru_cache(maxsize=2)
+def _loaded(path: str, _directory: tuple[int, ...]) -> xr.Dataset:
+    """The dataset at ``path`` loaded into memory; ``_directory`` (its store directory's device, inode
+    and times) keys the cache."""
+    return open_dataset(path).load()
 
 
 def plot_figure(plan: StudyPlan, name: str, out: str | Path) -> Path:

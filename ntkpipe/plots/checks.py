@@ -26,6 +26,8 @@ Only what is drawn counts: invisible artists, empty texts and ticks outside the 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import cast
 
 import numpy as np
@@ -69,10 +71,16 @@ def figure_defects(fig: Figure, *, drawn: bool = False) -> list[str]:
 
 
 def draw(fig: Figure):
-    """Draw ``fig`` on an Agg canvas (layout included); return the renderer."""
-    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    canvas.draw()
+    """Draw ``fig`` on an Agg canvas (layout included, :func:`ticks_once`); return the renderer."""
+    canvas = agg_canvas(fig)
+    with ticks_once(fig):
+        canvas.draw()
     return canvas.get_renderer()
+
+
+def agg_canvas(fig: Figure) -> FigureCanvasAgg:
+    """The Agg canvas of ``fig`` (given one if it has another)."""
+    return fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
 
 
 def lay_out(fig: Figure):
@@ -80,11 +88,52 @@ def lay_out(fig: Figure):
     drawing calls disabled (as ``Figure.draw_without_rendering`` does), so the layout, ticks, text
     extents and legend placement are what a draw leaves; returns the renderer. For the drafts of a
     figure's layout: only its last draw needs pixels."""
-    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    renderer = canvas.get_renderer()
-    with renderer._draw_disabled():  # pyright: ignore[reportAttributeAccessIssue]  # private: what draw_without_rendering uses
+    renderer = agg_canvas(fig).get_renderer()
+    with ticks_once(fig), renderer._draw_disabled():  # pyright: ignore[reportAttributeAccessIssue]  # private: what draw_without_rendering uses
         fig.draw(renderer)
     return renderer
+
+
+@contextmanager
+def ticks_once(fig: Figure) -> Iterator[None]:
+    """While in it, every axis of ``fig`` sets its ticks (locators, formatters, labels) and measures its
+    tick labels once per state -- view interval, axes box (which sets the locators' tick space), scale,
+    locators and formatters -- where matplotlib's draw asks again: a constrained-layout draw sets an
+    axis' ticks six times, each label measured as often. The same ticks and boxes, computed less."""
+    axes = [axis for ax in fig.axes for axis in ax._axis_map.values()  # pyright: ignore[reportAttributeAccessIssue]  # private: the axes' axis objects
+            if "_update_ticks" not in vars(axis)]  # not memoized already (an enclosing ticks_once)
+    for axis in axes:
+        _memoize_ticks(axis)
+    try:
+        yield
+    finally:
+        for axis in axes:
+            del axis._update_ticks, axis._get_ticklabel_bboxes  # pyright: ignore[reportAttributeAccessIssue]  # the memos, not the methods
+
+
+def _memoize_ticks(axis: Axis) -> None:
+    """Shadow ``axis``'s ``_update_ticks`` and ``_get_ticklabel_bboxes`` by memos keyed by its tick state."""
+    update, measure = axis._update_ticks, axis._get_ticklabel_bboxes  # pyright: ignore[reportAttributeAccessIssue]  # private: what the draw calls
+    ticks: dict[tuple, list] = {}
+    boxes: dict[tuple, tuple[list, list]] = {}
+
+    def state() -> tuple:
+        return (tuple(axis.get_view_interval()), axis.axes.bbox.bounds, axis._scale, axis.major.locator,  # pyright: ignore[reportAttributeAccessIssue]  # private: the scale object
+                axis.minor.locator, axis.major.formatter, axis.minor.formatter)
+
+    def update_once() -> list:
+        key = state()
+        if key not in ticks:
+            ticks[key] = update()
+        return ticks[key]
+
+    def measure_once(drawn: list, renderer) -> tuple[list, list]:
+        key = (state(), id(renderer), *map(id, drawn))
+        if key not in boxes:
+            boxes[key] = measure(drawn, renderer)
+        return list(boxes[key][0]), list(boxes[key][1])
+
+    axis._update_ticks, axis._get_ticklabel_bboxes = update_once, measure_once  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def texts_beside_ticks(artist: Artist) -> list[Text]:
@@ -104,12 +153,13 @@ def drawn_ticks(axis: Axis) -> list:
     scale = axis.get_transform()
     lo, hi = sorted(scale.transform(np.asarray(axis.get_view_interval(), np.float64)))
     span = max(hi - lo, 1e-300)
-    ticks = []
-    for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-        loc = float(scale.transform(np.asarray([tick.get_loc()], np.float64))[0])
-        if np.isfinite(loc) and lo - 1e-9 * span <= loc <= hi + 1e-9 * span:
-            ticks.append(tick)
-    return ticks
+    ticks = axis.get_major_ticks() + axis.get_minor_ticks()
+    if not ticks:
+        return []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        locs = np.asarray(scale.transform(np.asarray([tick.get_loc() for tick in ticks], np.float64)), np.float64)
+    inside = np.isfinite(locs) & (locs >= lo - 1e-9 * span) & (locs <= hi + 1e-9 * span)
+    return [tick for tick, keep in zip(ticks, inside) if keep]
 
 
 def drawn_tick_labels(axis: Axis) -> list[tuple[float, Text]]:
