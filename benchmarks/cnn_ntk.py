@@ -56,7 +56,9 @@ def _lenet_and_inputs(data: str, n: int):
     import jax
     import jax.numpy as jnp
 
-    import ntkpipe  # noqa: F401  (enables float64)
+    from ntkpipe.jobs.log import start_job
+
+    start_job()  # a job's settings: float64 on (ntkpipe sets nothing on import)
     from ntkpipe.data.digits import digits_pool
     from ntkpipe.models import CNN, LENET5
 

@@ -22,10 +22,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import ntkpipe  # noqa: F401  (enables float64)
+from ntkpipe.jobs.log import start_job
 from ntkpipe.models import MLP
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.eigen import top_eigenpairs
+
+start_job()  # a job's settings: float64 on (ntkpipe sets nothing on import); training stays float32
 
 
 def best_time(function, repeats: int) -> tuple[float, object]:

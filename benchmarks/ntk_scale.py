@@ -33,7 +33,9 @@ CASES = (
 def run_case(case: Case) -> dict:
     import jax
 
-    import ntkpipe  # noqa: F401  (enables float64)
+    from ntkpipe.jobs.log import start_job
+
+    start_job()  # a job's settings: float64 on (ntkpipe sets nothing on import)
     from ntkpipe.models import MLP
     from ntkpipe.ntk import empirical_ntk
 

@@ -99,7 +99,7 @@ def bench(name: str, tmp: Path, repeats: int) -> None:
             tag = f"{mode}-{rep}"
             tic = time.perf_counter()
             out = subprocess.run([sys.executable, __file__, name, "--child", mode, "--tag", tag, "--tmp", str(tmp)],
-                                 check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                 check=True, stdout=subprocess.PIPE, text=True,
                                  cwd=REPO).stdout
             wall = time.perf_counter() - tic
             if mode not in best or wall < best[mode][0]:
@@ -117,6 +117,9 @@ def bench(name: str, tmp: Path, repeats: int) -> None:
 
 
 def main() -> None:
+    from ntkpipe.jobs.log import start_job
+
+    start_job()  # a job's settings (float64 on) in the parent (stages) and each child (training)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("studies", nargs="*", default=["depth_scaling", "eigenfunction_tasks"])
     parser.add_argument("--child", choices=["packed", "unpacked"], help=argparse.SUPPRESS)

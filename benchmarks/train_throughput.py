@@ -25,10 +25,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import ntkpipe  # noqa: F401  (float64 enabled; training stays float32)
+from ntkpipe.jobs.log import start_job
 from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import MLP
 from ntkpipe.train import train
+
+start_job()  # a job's settings: float64 on (ntkpipe sets nothing on import); training stays float32
 
 
 def step_flops(points: int, sizes: list[int]) -> int:
