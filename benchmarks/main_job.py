@@ -115,7 +115,7 @@ def job_phases(record: dict, results: Path, index) -> tuple[str, str, dict[str, 
         if name.startswith("pack-"):
             from ntkpipe.study.packs import packs_by_run, plan_packs
 
-            packs = packs_by_run(plan_packs(index.runs.values()))
+            packs = packs_by_run(plan_packs(index.runs.values(), only_missing=False))  # as the fresh run packed them
             ids = [job.id for job in next(p for p in packs.values() if p.id == name[5:]).runs]
         stores = [store_seconds(results / "runs" / f"{i}.zarr") for i in ids]
         phases["train"] = sum(s.get("seconds_train", 0.0) for s in stores)

@@ -51,11 +51,12 @@ def pack_key(spec: RunSpec) -> str | None:
     return canonical_json(config)
 
 
-def plan_packs(runs: Iterable[RunJob], max_size: int = MAX_PACK) -> dict[str, PackJob]:
+def plan_packs(runs: Iterable[RunJob], max_size: int = MAX_PACK, *, only_missing: bool = True) -> dict[str, PackJob]:
     """Packs of ≥ 2 runs whose store does not exist, by id: runs with equal keys, in id order, cut
     into chunks of at most ``max_size`` runs; a pack is a chunk's runs still to be made. The chunks
     depend only on the planned runs, not on which stores exist, so a job process of a cluster
-    profile, which plans again while other packs' stores appear, finds its own pack unchanged."""
+    profile, which plans again while other packs' stores appear, finds its own pack unchanged.
+    ``only_missing=False``: the packs of an empty results directory (what a finished run packed)."""
     groups: dict[tuple, list[RunJob]] = {}
     for job in sorted(runs, key=lambda j: j.id):
         key = pack_key(job.spec)
@@ -64,7 +65,7 @@ def plan_packs(runs: Iterable[RunJob], max_size: int = MAX_PACK) -> dict[str, Pa
     packs = {}
     for members in groups.values():
         for start in range(0, len(members), max_size):
-            chunk = tuple(job for job in members[start:start + max_size] if not job.path.exists())
+            chunk = tuple(job for job in members[start:start + max_size] if not (only_missing and job.path.exists()))
             if len(chunk) > 1:
                 pack_id = content_id(sorted(j.id for j in chunk))
                 packs[pack_id] = PackJob(pack_id, chunk)
