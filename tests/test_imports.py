@@ -40,6 +40,17 @@ def test_import_has_no_global_side_effects():
     assert out.split("\n")[-2] == "False [] False"
 
 
+def test_what_the_snakefile_imports_before_planning_leaves_jax_and_pydantic_alone():
+    """A no-op dry run with the plan cache warm (``benchmarks/noop_dry_run.py``) pays only for what the
+    Snakefile and rule files import themselves: neither JAX nor the language's pydantic models."""
+    out = run_python("""
+        import sys
+        import ntkpipe.errors, ntkpipe.jobs, ntkpipe.resources, ntkpipe.study.packs, ntkpipe.train.stop, ntkpipe.workflow
+        print(sorted({m.split(".")[0] for m in sys.modules} & {"jax", "pydantic", "xarray", "zarr", "optax"}))
+    """)
+    assert out.split("\n")[-2] == "[]"
+
+
 def test_float64_library_without_x64_enabled():
     """An NTK Gram, its eigendecomposition, kernel regression and the OFE ODE after a plain
     ``import ntkpipe``: float64, and equal to float64 numpy to 1e-10 (float32 would miss by ~1e-7)."""

@@ -1,6 +1,29 @@
-"""Training: one driver (:mod:`ntkpipe.train.driver`) stepping each model kind's stepper over checkpoints."""
+"""Training: one driver (:mod:`ntkpipe.train.driver`) stepping each model kind's stepper over checkpoints.
 
-from ntkpipe.train.driver import Trajectory, checkpoint_steps, total_steps
-from ntkpipe.train.loop import train
+The names below are imported on first use, so that the Snakefile's ``ntkpipe.train.stop`` (signal
+watching, on every dry run) does not import JAX, optax and the language with the driver.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ntkpipe.train.driver import Trajectory, checkpoint_steps, total_steps
+    from ntkpipe.train.loop import train
+
+_HOME = {"Trajectory": "ntkpipe.train.driver", "checkpoint_steps": "ntkpipe.train.driver",
+         "total_steps": "ntkpipe.train.driver", "train": "ntkpipe.train.loop"}
+"""Where each public name lives."""
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'ntkpipe.train' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["Trajectory", "checkpoint_steps", "total_steps", "train"]
