@@ -73,12 +73,20 @@ CONFIG_KEYS = {
     "variant": "the variant every study runs (default default)",
     "studies": "comma-separated study names (default: every spec)",
     "max_runs": "the most runs one study may have (default 10,000)",
-    "pack": "1: train same-shape runs together (default 0)",
+    "pack": "1: train same-shape runs together, 0: a job per run (default 1 with gpus >= 1, else 0)",
     "gpus": "GPUs each training, final and stage job requests (default 0)",
     "memory_check": "0: do not refuse runs whose memory estimate exceeds this machine's (default 1)",
     "runtime_minutes": "per rule (train, final, stage, aggregate, plot): the runtime a job requests",
 }
 """Every ``--config`` key the Snakefile reads."""
+
+
+def packing(config: dict) -> bool:
+    """Whether same-shape runs are trained together (:mod:`ntkpipe.study.packs`): ``pack`` as given, else
+    where the jobs get a GPU (``gpus`` >= 1), on which a pack of small runs trains 1.5x faster than one job
+    per run (``benchmarks/packed_runs.py`` on an H200); not on CPU, where a packed main job compiles more
+    programs (a pack's are its own) and takes as long (``benchmarks/README.md``, "Packed runs")."""
+    return bool(int(config.get("pack", 1 if config.get("gpus", 0) else 0)))
 
 
 def check_config(config: dict) -> None:

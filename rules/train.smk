@@ -1,8 +1,8 @@
 # One training run per job; its id is the hash of its resolved config, so the path is its identity.
 # Memory is estimated from the run's shapes (ntkpipe.resources); `--config gpus=1` requests a GPU.
 # Runs to be made that differ only in mapped leaves (seed, σ, lr, label index) are trained
-# together by one `train_pack_<pack id>` job with `--config pack=1` (ntkpipe.study.packs; off by
-# default; benchmarks/packed_runs.py);
+# together by one `train_pack_<pack id>` job (ntkpipe.study.packs; `--config pack=1`, by default only
+# with `gpus=1`: ntkpipe.workflow.packing);
 # the `train` rule makes every other run. Both rules have the same body, inputs and no params, so
 # Snakemake (which records them per output) does not rerun a packed run when `train` makes it later.
 from pathlib import Path
@@ -10,8 +10,9 @@ from pathlib import Path
 import ntkpipe.jobs
 from ntkpipe.resources import pack_memory_mb, run_memory_mb, runtime_minutes
 from ntkpipe.study.packs import packs_by_run, plan_packs, unpacked_pattern
+from ntkpipe.workflow import packing
 
-PACKS = packs_by_run(plan_packs(INDEX.runs.values()) if int(config.get("pack", 0)) else {})
+PACKS = packs_by_run(plan_packs(INDEX.runs.values()) if packing(config) else {})
 
 
 def training(output):

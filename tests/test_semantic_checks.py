@@ -30,7 +30,7 @@ from ntkpipe.resources import (
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
 from ntkpipe.train.optim import update_direction
-from ntkpipe.workflow import CONFIG_KEYS, build_index, check_config
+from ntkpipe.workflow import CONFIG_KEYS, build_index, check_config, packing
 from tests.conftest import run_snakemake
 
 GIB = 2**30
@@ -241,6 +241,13 @@ def test_unknown_config_keys_and_unusable_values_are_refused():
     check_config({"specs": "s", "results": "r", "variant": "paper", "studies": "a,b", "max_runs": 5, "pack": 1,
                   "gpus": 1, "memory_check": 0, "runtime_minutes": {"train": 30}})
     assert set(CONFIG_KEYS) >= {"specs", "results", "variant", "studies", "max_runs", "pack", "gpus"}
+
+
+def test_packing_is_on_by_default_only_where_jobs_get_a_gpu():
+    """Packs pay on a GPU (1.5x on an H200) and not on CPU (benchmarks/README.md): the default follows
+    ``gpus``; an explicit ``pack`` wins either way."""
+    assert not packing({}) and not packing({"gpus": 0}) and packing({"gpus": 1}) and packing({"gpus": 2})
+    assert packing({"pack": 1}) and not packing({"pack": 0, "gpus": 1})
 
 
 def test_snakemake_stops_at_a_misspelt_config_key_and_an_undeclared_variant(tmp_path):
