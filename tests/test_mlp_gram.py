@@ -10,10 +10,12 @@ import pytest
 from ntkpipe.models import MLP
 from ntkpipe.ntk import empirical_ntk
 from ntkpipe.ntk.mlp_layers import (
+    ACCELERATOR_TILE_ROWS,
     TILE_ROWS,
     block_rows,
     has_constant_readout_gradient,
     mlp_layers_ntk,
+    tile_rows,
 )
 from tests.test_ntk import assert_close, brute_force_ntk, inputs
 from tests.test_ntk_options import mlp, reduced
@@ -71,7 +73,8 @@ def test_readout_component_is_diagonal_in_the_outputs(architecture):
             assert_close(empirical_ntk(model, x1, second, outputs=outputs, block_size=3), expected[1], rtol=1e-12)
 
 
-def test_block_rows_hold_about_tile_rows_example_outputs():
+def test_block_rows_hold_about_tile_rows_example_outputs(monkeypatch):
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")  # CPU tiles, wherever the suite runs
     assert block_rows(1000, 10, 256, "full") == 63  # 16 blocks of at most TILE_ROWS // 10 = 64
     assert block_rows(1024, 10, 256, "full") == TILE_ROWS // 10
     assert block_rows(100, 10, 256, "full") == 50  # two blocks, not 64 + 64 overlapping by 28
@@ -81,10 +84,22 @@ def test_block_rows_hold_about_tile_rows_example_outputs():
     assert block_rows(1000, 10_000, 256, "full") == 1
 
 
+def test_accelerators_take_larger_tiles(monkeypatch):
+    """On a GPU or TPU a block holds up to ACCELERATOR_TILE_ROWS example-output rows (fewer loop steps,
+    each a kernel launch); on CPU TILE_ROWS (the fused pass stays in cache)."""
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert tile_rows() == TILE_ROWS
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert tile_rows() == ACCELERATOR_TILE_ROWS
+    assert block_rows(1000, 10, 256, "full") == 250  # four blocks of at most min(256, 2560 // 10)
+    assert block_rows(1000, 10, 1000, "full") == 250
+    assert block_rows(2000, 10, 1000, "full") == 250  # eight blocks of at most 2560 // 10 = 256
+
+
 def test_small_symmetric_blocks_with_many_outputs_match_brute_force():
-    # C = 150 outputs: TILE_ROWS // C = 4 examples per block, so 11 examples take blocks at 0, 4, 7
-    # (the last overlapping); x2 = x1 writes the blocks above the diagonal mirrored
-    num_outputs = TILE_ROWS // 4 - 10
+    # C = 150 outputs (on CPU; 630 on a GPU): tile_rows() // C = 4 examples per block, so 11 examples
+    # take blocks at 0, 4, 7 (the last overlapping); x2 = x1 writes the blocks above the diagonal mirrored
+    num_outputs = tile_rows() // 4 - 10
     assert block_rows(11, num_outputs, 256, "full") == 4
     model = MLP(4, 8, 3, num_outputs, activation="gelu", bias=True, output_scale=1.7,
                 key=jax.random.key(3), dtype=jnp.float64)

@@ -22,7 +22,7 @@ no product over n_L per pair, only s_L times the constant (C, C) matrix g_L g_L�
 the block's sum (for the trace C κ² s_L). That g_L is one matrix for all inputs is read from the
 traced program (:func:`has_constant_readout_gradient`), not assumed from the parameterization.
 
-The Gram is one compiled loop over blocks of about ``TILE_ROWS`` example-output rows (b·C), written
+The Gram is one compiled loop over blocks of about :func:`tile_rows` example-output rows (b·C), written
 in place (:func:`ntkpipe.ntk.blocking.fill_gram`): per block, the two products of each layer
 (b·C × n_ℓ)·(n_ℓ × b·C) and (b × n_{ℓ-1})·(n_{ℓ-1} × b), then one fused pass that sums the layers and
 writes the block (and, for x2 = x1, its mirror). Small blocks keep that pass in cache and, for
@@ -50,7 +50,17 @@ from ntkpipe.ntk.outputs import (
 )
 
 TILE_ROWS = 640
-"""Example-output rows b·C of a block (full kernel; b for traced and diagonal ones), at most block_size examples."""
+"""Example-output rows b·C of a block on CPU (full kernel; b for traced and diagonal ones), at most block_size
+examples: small enough that the fused pass over a block stays in cache (``benchmarks/README.md``)."""
+
+ACCELERATOR_TILE_ROWS = 2560
+"""The same on a GPU or TPU, where each step of the block loop is a kernel launch: on an H200 the full
+Gram of ``benchmarks/gram_vs_gemm.py`` takes 3.3 GEMMs with these tiles against 5.0 with the CPU's."""
+
+
+def tile_rows() -> int:
+    """:data:`TILE_ROWS` on CPU, :data:`ACCELERATOR_TILE_ROWS` on JAX's default backend otherwise."""
+    return TILE_ROWS if jax.default_backend() == "cpu" else ACCELERATOR_TILE_ROWS
 
 # Per example (batched: a leading example axis): layer inputs h_{ℓ-1} of shape (n_{ℓ-1},) and
 # output gradients g_ℓ = ∂f/∂z_ℓ of shape (C, n_ℓ), for ℓ = 1 … L.
@@ -176,12 +186,12 @@ def _gram(
 
 
 def block_rows(n: int, num_outputs: int, block_size: int, outputs: str) -> int:
-    """Examples per block: at most ``TILE_ROWS`` example-output rows (b·C for the full kernel, b
+    """Examples per block: at most :func:`tile_rows` example-output rows (b·C for the full kernel, b
     otherwise), ``block_size`` and ``n``, and then as few as still need the same number of blocks
     k = ⌈n / b_max⌉, b = ⌈n / k⌉, so that the last block barely overlaps its neighbour (n = 100 at
     b_max = 64: two blocks of 50, not 64 and 64 recomputing 28 rows)."""
     per_example = num_outputs if outputs == "full" else 1
-    largest = max(1, min(block_size, n, TILE_ROWS // per_example))
+    largest = max(1, min(block_size, n, tile_rows() // per_example))
     return -(-n // -(-n // largest))
 
 
