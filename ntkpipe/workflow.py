@@ -85,7 +85,7 @@ def packing(config: dict) -> bool:
     """Whether same-shape runs are trained together (:mod:`ntkpipe.study.packs`): ``pack`` as given, else
     where the jobs get a GPU (``gpus`` >= 1), on which a pack of small runs trains 1.5x faster than one job
     per run (``benchmarks/packed_runs.py`` on an H200); not on CPU, where a packed main job compiles more
-    programs (a pack's are its own) and takes as long (``benchmarks/README.md``, "Packed runs")."""
+    programs (a pack's are its own) and spends 5 % more job-seconds (``benchmarks/README.md``, "Packed runs")."""
     return bool(int(config.get("pack", 1 if config.get("gpus", 0) else 0)))
 
 

@@ -3,9 +3,9 @@
 They are array leaves, not static fields, so that a compiled function (a training step, a Gram) takes
 them as arguments: one program serves every σ (c_ℓ = σ/√n of the NTK parameterization) and every κ of
 a shape, where a static field compiled a program per value. They are never trained, differentiated or
-stored (:func:`ntkpipe.models.trainable` leaves them out), nor cast to a training dtype: a weak-typed
-float64 scalar acts as the Python float it replaces (c·h keeps h's dtype, rounding c as a literal
-would), and float64 theory reads it exactly.
+stored (:func:`ntkpipe.models.trainable` leaves them out), nor cast to a training dtype: they stay
+float64, so float64 theory reads them exactly, and meet an array in its dtype (:meth:`Fixed.like`:
+c·h keeps h's dtype, c rounded as a Python float literal would be).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from jaxtyping import Array, Float
 
 
 class Fixed(eqx.Module):
-    """One fixed scalar (``value``: a weak-typed 0-d array, float64 under JAX's 64-bit types)."""
+    """One fixed scalar (``value``: a 0-d array, float64 under JAX's 64-bit types)."""
 
     value: Float[Array, ""]
 
