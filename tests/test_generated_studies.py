@@ -179,7 +179,7 @@ def _job_ids(workdir: Path, name: str) -> set[str]:
             | {job.id for job in plan.finals.values()})
 
 
-STUDY_RULES = ("aggregate", "plot", "table", "index", "claims")
+STUDY_RULES = ("aggregate", "plot", "table", "phase_table", "index", "claims")
 """Rules whose outputs sit under results/<study>/; every other rule makes a store named by its id."""
 
 
