@@ -8,8 +8,9 @@ from __future__ import annotations
 
 __version__ = "0.2.0"
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ntkpipe.lazy_names import lazy_getattr
 
 if TYPE_CHECKING:
     from ntkpipe.data import Dataset, load_dataset
@@ -41,12 +42,7 @@ _HOME = {
 Snakefile's planning) does not import JAX, xarray and the measurement library."""
 
 
-def __getattr__(name: str):
-    if name not in _HOME:
-        raise AttributeError(f"module 'ntkpipe' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _HOME, globals())
 
 
 __all__ = [

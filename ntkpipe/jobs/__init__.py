@@ -5,8 +5,9 @@ import the training and measurement library."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ntkpipe.lazy_names import lazy_getattr
 
 if TYPE_CHECKING:
     from ntkpipe.jobs.aggregate import aggregate_study
@@ -29,9 +30,4 @@ __all__ = ["aggregate_study", "final_run", "logged", "phase_table_file", "plot_f
            "train_run"]
 
 
-def __getattr__(name: str):
-    if name not in _HOME:
-        raise AttributeError(f"module 'ntkpipe.jobs' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _HOME, globals())

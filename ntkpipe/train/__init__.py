@@ -6,8 +6,9 @@ watching, on every dry run) does not import JAX, optax and the language with the
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ntkpipe.lazy_names import lazy_getattr
 
 if TYPE_CHECKING:
     from ntkpipe.train.driver import Trajectory, checkpoint_steps, total_steps
@@ -18,12 +19,7 @@ _HOME = {"Trajectory": "ntkpipe.train.driver", "checkpoint_steps": "ntkpipe.trai
 """Where each public name lives."""
 
 
-def __getattr__(name: str):
-    if name not in _HOME:
-        raise AttributeError(f"module 'ntkpipe.train' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _HOME, globals())
 
 
 __all__ = ["Trajectory", "checkpoint_steps", "total_steps", "train"]
