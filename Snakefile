@@ -9,6 +9,7 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
+from ntkpipe.compilation_cache import flush as write_compilation_cache
 from ntkpipe.errors import ConfigError, SpecError
 from ntkpipe.train.stop import unwatch as unwatch_signals
 from ntkpipe.train.stop import watch as watch_signals
@@ -53,10 +54,12 @@ rule all:
 
 onsuccess:
     unwatch_signals()
+    write_compilation_cache()  # the entries compiled by job threads (ntkpipe.compilation_cache)
 
 
 onerror:
     unwatch_signals()
+    write_compilation_cache()
 
 
 include: "rules/stages.smk"

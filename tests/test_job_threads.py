@@ -4,6 +4,8 @@ shared safely -- matplotlib one figure at a time, BLAS one thread per job."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -47,3 +49,43 @@ def test_blas_threads_are_limited_per_job(monkeypatch):
         np.testing.assert_allclose(a @ a, expected, rtol=1e-13)
         cpus = len(os.sched_getaffinity(0))
         assert limit_blas_threads() == cpus and os.environ[BLAS_THREADS_ENV] == str(cpus)
+
+
+DEFERRED_CACHE_WRITES = """
+import sys, threading
+import jax, jax.numpy as jnp
+from ntkpipe.compilation_cache import flush, pending
+from ntkpipe.jobs.log import start_job
+
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+hits = []
+jax.monitoring.register_event_listener(lambda event, **_: hits.append(event == "/jax/compilation_cache/cache_hits"))
+
+def job():  # a job thread, as Snakemake's local executor runs a rule body
+    start_job()
+    print(float(jax.jit(lambda x: jnp.sin(x) @ x.T)(jnp.ones((7, 5))).sum()))
+
+thread = threading.Thread(target=job)
+thread.start()
+thread.join()
+print(pending(), len(list(__import__("pathlib").Path(sys.argv[1]).iterdir())), flush(), pending(), any(hits))
+"""
+
+
+def test_a_job_thread_writes_its_compilation_cache_entries_when_the_workflow_ends(tmp_path):
+    """jaxlib 0.10.2 can crash the process serializing a cache entry while another thread compiles or
+    runs: job threads queue their entries and ``flush`` (the Snakefile's onsuccess and onerror)
+    writes them. A second process reads the program back from the written entry."""
+    script = tmp_path / "job.py"
+    script.write_text(DEFERRED_CACHE_WRITES)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    first = subprocess.run([sys.executable, script, cache], capture_output=True, text=True, check=True)
+    value, counts = first.stdout.split("\n")[:2]
+    queued, files_before_flush, written, left, hit = counts.split()
+    assert int(queued) >= 1 and files_before_flush == "0" and written == queued and left == "0" and hit == "False"
+    assert len(list(cache.iterdir())) >= int(written)
+    second = subprocess.run([sys.executable, script, cache], capture_output=True, text=True, check=True)
+    assert second.stdout.split("\n")[0] == value
+    assert second.stdout.split("\n")[1].split()[-1] == "True"  # read back, not compiled

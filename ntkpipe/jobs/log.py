@@ -4,12 +4,15 @@ wrote, and how it ended)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 import traceback
 from datetime import datetime
 from pathlib import Path
 
 import jax
+
+from ntkpipe.compilation_cache import defer_writes
 
 
 def start_job() -> None:
@@ -19,11 +22,15 @@ def start_job() -> None:
     theory run in float64 (the library requests it per call too, :func:`ntkpipe.ntk.precision.with_x64`);
     training keeps float32 by passing explicit dtypes. GPUs: no preallocation of 75 % of device memory
     (jobs that share a GPU, or a GPU shared with other users, would not fit), and one device per job
-    (a cluster's scheduler sets CUDA_VISIBLE_DEVICES; without one, the first device).
+    (a cluster's scheduler sets CUDA_VISIBLE_DEVICES; without one, the first device). A job in a
+    thread other than the main one shares its process with other jobs' threads: the compilation cache
+    entries it makes are written when the workflow ends (:mod:`ntkpipe.compilation_cache`).
     """
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
     jax.config.update("jax_enable_x64", True)
+    if threading.current_thread() is not threading.main_thread():
+        defer_writes()
 
 
 def logged(path: str | Path, job, *args):
