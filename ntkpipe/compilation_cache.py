@@ -9,7 +9,10 @@ compiled, and :func:`flush` writes them once no job thread is left: the Snakefil
 workflow ends (``onsuccess``, ``onerror``), and it runs at interpreter exit. Reading the cache is
 unchanged. The threads of one process share JAX's in-memory caches, so a queued program is not
 compiled twice there; the cache is for later runs and job processes (a job process writes as JAX
-does). An entry not yet written when the process is killed is compiled again by the next run.
+does). An entry not yet written when the process is killed is compiled again by the next run, and
+so is a program that has no entry because it cannot be serialized once it has run: XLA:CPU resolves
+a sort's comparator at the first run (``LessThan`` is then "not serializable"), which leaves out the
+training steps that shuffle minibatches.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import atexit
 import sys
 import threading
+import warnings
 
 _PENDING: list[tuple[tuple, dict]] = []
 _LOCK = threading.Lock()
@@ -49,8 +53,10 @@ def pending() -> int:
 
 
 def flush() -> int:
-    """Write the queued entries (as JAX would have when each was compiled); returns how many. Call it
-    when no other thread of the process runs JAX. Does nothing where writes were not deferred."""
+    """Write the queued entries (as JAX would have when each was compiled); returns how many were
+    written. An entry that cannot be serialized any more (module docstring) is left out without a
+    warning. Call it when no other thread of the process runs JAX. Does nothing where writes were not
+    deferred."""
     if "jax" not in sys.modules:
         return 0
     from jax._src import compiler
@@ -61,6 +67,13 @@ def flush() -> int:
     with _LOCK:
         entries = _PENDING[:]
         _PENDING.clear()
+    written = 0
     for args, kwargs in entries:
-        write(*args, **kwargs)
-    return len(entries)
+        with warnings.catch_warnings(record=True) as failed:  # JAX warns where it cannot write an entry
+            warnings.simplefilter("always")
+            try:
+                write(*args, **kwargs)
+            except Exception:  # with jax_raise_persistent_cache_errors on: the same failure, raised
+                failed.append(None)
+        written += not failed
+    return written

@@ -85,16 +85,19 @@ def test_the_estimate_is_within_a_factor_2_of_a_tiny_run(tmp_path):
     # cache of its own (a first run pays ≈ 2 s more per job thread compiling cold: benchmarks/README.md),
     # and the measured run, in its own process and results directory, reads it back
     env = {**os.environ, "NTKPIPE_JAX_CACHE": str(tmp_path / "jax-cache")}
+    slowdowns = [slowdown()]  # the load of the shared machine, sampled around the runs (the other worker's tests)
     for results in ("warm-up", "results"):
         subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--quiet", "--snakefile",
                         str(REPO / "Snakefile"), "--directory", str(tmp_path), "--config", f"results={results}"],
                        check=True, env=env, capture_output=True)
+        slowdowns.append(slowdown())
     logs = list((tmp_path / "results" / "logs").rglob("*.log"))
     logged = {log: re.findall(r": done in ([0-9.]+) s$", log.read_text(), re.M) for log in logs}
     assert all(logged.values()) and len(logs) == 6 + 1 + 1 + 1 + 1  # runs, aggregate, figure, table, index
     measured = sum(float(s[-1]) for log, s in logged.items() if "table" not in log.parts)
     estimate = study_cost(plan_study(load_study(spec), Path(tmp_path / "results")), Constants.load()).seconds
-    assert 0.5 <= estimate / (measured / slowdown()) <= 2.0, (estimate, measured, slowdown())
+    load = float(np.median(slowdowns))  # one sample can catch a burst of the other worker's compiles
+    assert 0.5 <= estimate / (measured / load) <= 2.0, (estimate, measured, slowdowns)
 
 
 def slowdown() -> float:
