@@ -69,11 +69,11 @@ def flush() -> int:
         _PENDING.clear()
     written = 0
     for args, kwargs in entries:
-        with warnings.catch_warnings(record=True) as failed:  # JAX warns where it cannot write an entry
+        with warnings.catch_warnings(record=True) as warned:  # JAX warns where it cannot write an entry
             warnings.simplefilter("always")
             try:
                 write(*args, **kwargs)
             except Exception:  # with jax_raise_persistent_cache_errors on: the same failure, raised
-                failed.append(None)
-        written += not failed
+                continue
+        written += not warned
     return written
