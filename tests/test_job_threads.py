@@ -52,7 +52,7 @@ def test_blas_threads_are_limited_per_job(monkeypatch):
 
 
 DEFERRED_CACHE_WRITES = """
-import sys, threading
+import pathlib, sys, threading
 import jax, jax.numpy as jnp
 from ntkpipe.compilation_cache import flush, pending
 from ntkpipe.jobs.log import start_job
@@ -65,13 +65,13 @@ jax.monitoring.register_event_listener(lambda event, **_: hits.append(event == "
 def job():  # a job thread, as Snakemake's local executor runs a rule body
     start_job()
     print(float(jax.jit(lambda x: jnp.sin(x) @ x.T)(jnp.ones((7, 5))).sum()))
-    shuffle = jax.jit(lambda x: jnp.sort(-x))  # a sort: once it has run, XLA:CPU cannot serialize it
-    print(shuffle(jnp.arange(5.0)).tolist())
+    descending = jax.jit(lambda x: jnp.sort(-x))  # a sort: once it has run, XLA:CPU cannot serialize it
+    print(descending(jnp.arange(5.0)).tolist())
 
 thread = threading.Thread(target=job)
 thread.start()
 thread.join()
-print(pending(), len(list(__import__("pathlib").Path(sys.argv[1]).iterdir())), flush(), pending(), any(hits))
+print(pending(), len(list(pathlib.Path(sys.argv[1]).iterdir())), flush(), pending(), any(hits))
 """
 
 
