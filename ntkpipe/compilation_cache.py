@@ -26,24 +26,22 @@ _PENDING: list[tuple[tuple, dict]] = []
 _LOCK = threading.Lock()
 
 
-def defer_writes() -> bool:
-    """Queue this process's cache writes until :func:`flush`; ``False`` where this JAX has no
-    ``jax._src.compiler._cache_write`` (an internal function: its entries are then written as compiled)."""
+def defer_writes() -> None:
+    """Queue this process's cache writes until :func:`flush`. Where this JAX has no
+    ``jax._src.compiler._cache_write`` (an internal function), its entries are written as compiled."""
     from jax._src import compiler
 
     write = getattr(compiler, "_cache_write", None)
-    if write is None:
-        return False
-    if getattr(write, "deferred_write", None) is None:
+    if write is None or hasattr(write, "deferred_write"):
+        return
 
-        def queue(*args, **kwargs) -> None:
-            with _LOCK:
-                _PENDING.append((args, kwargs))
+    def queue(*args, **kwargs) -> None:
+        with _LOCK:
+            _PENDING.append((args, kwargs))
 
-        queue.deferred_write = write  # type: ignore[attr-defined]
-        compiler._cache_write = queue
-        atexit.register(flush)
-    return True
+    queue.deferred_write = write  # type: ignore[attr-defined]
+    compiler._cache_write = queue
+    atexit.register(flush)
 
 
 def pending() -> int:
