@@ -96,8 +96,11 @@ def test_the_estimate_is_within_a_factor_2_of_a_tiny_run(tmp_path):
     assert all(logged.values()) and len(logs) == 6 + 1 + 1 + 1 + 1  # runs, aggregate, figure, table, index
     measured = sum(float(s[-1]) for log, s in logged.items() if "table" not in log.parts)
     estimate = study_cost(plan_study(load_study(spec), Path(tmp_path / "results")), Constants.load()).seconds
-    load = float(np.median(slowdowns))  # one sample can catch a burst of the other worker's compiles
-    assert 0.5 <= estimate / (measured / load) <= 2.0, (estimate, measured, slowdowns)
+    # the seconds on an idle machine lie between the logged ones and the logged ones over the load (a
+    # sample of the test thread's slowdown, which the job threads of the run need not have shared):
+    # that interval meets [estimate / 2, 2 · estimate]
+    idle = (measured / float(np.median(slowdowns)), measured)
+    assert idle[0] <= 2.0 * estimate and idle[1] >= 0.5 * estimate, (estimate, measured, slowdowns)
 
 
 def slowdown() -> float:
