@@ -43,6 +43,7 @@ from jax.custom_derivatives import SymbolicZero
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ntkpipe.activations import ACTIVATIONS, Activation
+from ntkpipe.models.initial_arrays import filled, standard_normal
 from ntkpipe.models.mlp import Parameterization
 
 Padding = Literal["SAME", "VALID"]
@@ -85,11 +86,11 @@ def init_weight(
     dtype,
 ) -> tuple[Array, float]:
     """``(W, c)``: the initial weight of ``shape`` and its multiplier (module docstring)."""
-    w = jax.random.normal(key, shape, dtype)
+    w = standard_normal(key, shape, dtype)
     if parameterization == "standard":
-        return w * (sigma / math.sqrt(fan_in)), 1.0
+        return jnp.asarray(w * (sigma / math.sqrt(fan_in))), 1.0
     if parameterization == "ntk":
-        return w, sigma / math.sqrt(fan_in)
+        return jnp.asarray(w), sigma / math.sqrt(fan_in)
     raise ValueError(f"parameterization must be 'standard' or 'ntk', got {parameterization!r}")
 
 
@@ -234,7 +235,7 @@ class CNN(eqx.Module):
                 sigma,
                 dtype,
             )
-            b = jnp.zeros((spec.channels,), dtype) if bias else None
+            b = filled((spec.channels,), 0.0, dtype) if bias else None
             layers.append(Conv(w, b, c, spec))
             shape = jax.eval_shape(lambda h, layer=layers[-1]: _pool(layer(h), layer.spec), shape)
             if 0 in shape.shape:
@@ -242,7 +243,7 @@ class CNN(eqx.Module):
         fan_in = math.prod(shape.shape)
         for width in (*dense, out_size):
             w, c = init_weight(next(keys), (width, fan_in), fan_in, parameterization, sigma, dtype)
-            layers.append(Dense(w, jnp.zeros((width,), dtype) if bias else None, c))
+            layers.append(Dense(w, filled((width,), 0.0, dtype) if bias else None, c))
             fan_in = width
         self.layers = tuple(layers)
         self.activation = activation

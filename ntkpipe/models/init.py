@@ -4,9 +4,9 @@ a mirrored net with zero initial output."""
 from __future__ import annotations
 
 import equinox as eqx
-import jax
 import numpy as np
 
+from ntkpipe.models.initial_arrays import standard_normal
 from ntkpipe.models.mlp import MLP
 
 
@@ -18,7 +18,7 @@ def near_parallel(net: MLP, direction: np.ndarray, disturbance: float, key) -> M
     if u.shape[0] != 1:
         raise ValueError("a near-parallel readout needs one output")
     hidden = w1 @ np.asarray(direction, np.float64).reshape(-1)
-    xi = np.asarray(jax.random.normal(key, hidden.shape), np.float64) / np.sqrt(hidden.size)
+    xi = standard_normal(key, hidden.shape, float).astype(np.float64) / np.sqrt(hidden.size)  # float: JAX's default
     aligned = hidden / np.linalg.norm(hidden) + disturbance * xi
     readout = np.linalg.norm(u) * aligned / np.linalg.norm(aligned)
     return eqx.tree_at(lambda m: m.weights[1], net, readout[None, :].astype(net.weights[1].dtype))

@@ -29,6 +29,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from ntkpipe.activations import ACTIVATIONS, Activation
 from ntkpipe.models.fixed import Fixed
+from ntkpipe.models.initial_arrays import filled, standard_normal
 
 Parameterization = Literal["standard", "ntk"]
 
@@ -74,7 +75,7 @@ class MLP(eqx.Module):
         if variances is not None and (parameterization != "standard" or len(variances) != depth):
             raise ValueError(f"variances need the standard parameterization and one per layer ({depth})")
         for ell, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
-            w = jax.random.normal(k, (fan_out, fan_in), dtype)
+            w = standard_normal(k, (fan_out, fan_in), dtype)
             if variances is not None:
                 weights.append(w * math.sqrt(variances[ell]))
                 multipliers.append(1.0)
@@ -86,9 +87,9 @@ class MLP(eqx.Module):
                 multipliers.append(sigma / math.sqrt(fan_in))
             else:
                 raise ValueError(f"parameterization must be 'standard' or 'ntk', got {parameterization!r}")
-        self.weights = tuple(weights)
+        self.weights = tuple(jnp.asarray(w) for w in weights)
         self.multipliers = tuple(Fixed(c) for c in multipliers)
-        self.biases = tuple(jnp.zeros((n,), dtype) for n in sizes[1:]) if bias else None
+        self.biases = tuple(filled((n,), 0.0, dtype) for n in sizes[1:]) if bias else None
         self.activation = activation
         self.output_scale = Fixed(output_scale)
 

@@ -34,6 +34,7 @@ from jax import lax
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ntkpipe.models.cnn import Conv, ConvLayer, Dense, init_weight
+from ntkpipe.models.initial_arrays import filled
 from ntkpipe.models.mlp import ACTIVATIONS, Activation, Parameterization
 from ntkpipe.models.state import BatchStats
 
@@ -133,10 +134,10 @@ class ResNet(eqx.Module):
             """Append a conv c_in → c_out (and a BatchNorm over ``normalized`` channels); its index."""
             w, c = init_weight(next(keys), (size, size, c_in, c_out), size * size * c_in, parameterization,
                                sigma, dtype)
-            conv = Conv(w, jnp.zeros((c_out,), dtype) if bias else None, c, ConvLayer(c_out, size, stride))
+            conv = Conv(w, filled((c_out,), 0.0, dtype) if bias else None, c, ConvLayer(c_out, size, stride))
             bn = None
             if norm and normalized is not None:
-                ones, zeros = jnp.ones((normalized,), dtype), jnp.zeros((normalized,), dtype)
+                ones, zeros = filled((normalized,), 1.0, dtype), filled((normalized,), 0.0, dtype)
                 bn = Norm(ones, zeros, BatchStats(zeros, ones))
             layers.append(Unit(conv, bn))
             return len(layers) - 1
@@ -159,7 +160,7 @@ class ResNet(eqx.Module):
                 blocks.append(Block(conv1, conv2, shortcut))
                 channels = stage.channels
         w, c = init_weight(next(keys), (out_size, channels), channels, parameterization, sigma, dtype)
-        layers.append(Dense(w, jnp.zeros((out_size,), dtype) if bias else None, c))
+        layers.append(Dense(w, filled((out_size,), 0.0, dtype) if bias else None, c))
         self.layers = tuple(layers)
         self.blocks = tuple(blocks)
         self.preactivation = preactivation
