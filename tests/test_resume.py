@@ -282,8 +282,14 @@ def snakemake_run(directory: Path) -> subprocess.Popen:
                f"results={directory / 'results'}"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
            "NTKPIPE_SNAPSHOT_SECONDS": "3600"}  # no periodic snapshot: what is saved is the signal's
-    return subprocess.Popen(command, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    # SIGINT not ignored, as in a terminal: a suite started in the background of a non-interactive shell
+    # inherits SIGINT ignored, which a child keeps (and ntkpipe.train.stop leaves an ignored signal ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(command, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.workflow
