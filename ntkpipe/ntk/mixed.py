@@ -32,7 +32,6 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from ntkpipe.models import trainable
-from ntkpipe.models.initial_arrays import standard_normal
 from ntkpipe.ntk.alignment import jacobian_alignments
 from ntkpipe.ntk.eigen import top_eigenpairs
 from ntkpipe.ntk.precision import to_float64, with_x64
@@ -48,7 +47,7 @@ STEIN_SAMPLES = 2**16
 @with_x64
 def gaussian_points(key: PRNGKeyArray, samples: int, input_shape: tuple[int, ...]) -> Float[Array, " S *shape"]:
     """x_s ~ N(0, I), shape ``(samples, *input_shape)``, float64: the draws behind ``at="gaussian"``."""
-    return jnp.asarray(standard_normal(key, (samples, *input_shape), jnp.float64))
+    return jax.random.normal(key, (samples, *input_shape), jnp.float64)
 
 
 def _weighted_gradient(arrays, rest, output: int):
