@@ -3,16 +3,22 @@ of its own; their shrunk studies are kept in tests/generated_regressions/ and ru
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import equinox as eqx
 import jax
 import numpy as np
 import pytest
+import xarray as xr
 from jax.flatten_util import ravel_pytree
 
 from ntkpipe.errors import SpecError
+from ntkpipe.labels import CLASS
+from ntkpipe.lang.schema import MatrixFigure
 from ntkpipe.models import build_model, trainable
+from ntkpipe.plots import PLOTTERS
+from ntkpipe.plots.checks import drawn_tick_labels, figure_defects
 from ntkpipe.stages import run_stage
 from ntkpipe.stages.network import stage_data
 from ntkpipe.store import read_store
@@ -192,3 +198,25 @@ def test_gram_stage_of_a_frozen_ofe_is_the_unscaled_networks_initial_ntk(tmp_pat
                                run.seed)
         np.testing.assert_allclose(grams[-1], _ntk(unscaled, np.asarray(data.x_all, np.float32)), rtol=1e-4, atol=1e-6)
     np.testing.assert_array_equal(grams[0], grams[1])
+
+
+CIFAR_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+def test_a_tall_matrix_of_long_class_names_fits_its_figure_with_every_label():
+    """A KSM of CIFAR-10's ten outputs against three measured targets (kernel_specialization with a
+    subset; the other targets NaN): its long row names took the width its y label needed ('output'
+    8 px beyond the figure), and its narrow columns lost a name to overlap. The figure grows to its
+    texts, and columns are as wide as their names."""
+    rng = np.random.default_rng(0)
+    ksm = np.full((10, 10), np.nan)
+    ksm[:, [1, 4, 6]] = rng.uniform(0.6, 1.7, (10, 3))
+    ds = xr.Dataset({"ksm_init": (("output", "target"), ksm), "run_id": "r0", "diverged": 0},
+                    coords={"output": np.arange(1, 11), "target": np.arange(1, 11)},
+                    attrs={CLASS: json.dumps({"r0": CIFAR_CLASSES})})
+    spec = MatrixFigure.model_validate({"name": "matrix_1", "kind": "matrix", "variable": "ksm_init"})
+    fig = PLOTTERS["matrix"](ds, spec, "figure 1")
+    assert figure_defects(fig) == []
+    ax = fig.axes[0]
+    assert [t.get_text() for _, t in drawn_tick_labels(ax.yaxis)] == CIFAR_CLASSES
+    assert [t.get_text() for _, t in drawn_tick_labels(ax.xaxis)] == ["automobile", "deer", "frog"]

@@ -198,14 +198,29 @@ def _parents_visible(text: Text) -> bool:
 
 def texts_outside(fig: Figure, renderer) -> list[str]:
     """A message for each drawn text that extends beyond the figure by more than a pixel."""
+    out = []
+    for text, over in _overhangs(fig, renderer):
+        sides = [f"{side} by {px:.0f} px" for side, px in over.items() if px > PIXEL]
+        if sides:
+            out.append(f"text {_short(text)} extends beyond the figure ({', '.join(sides)})")
+    return out
+
+
+def overhang(fig: Figure, renderer) -> dict[str, float]:
+    """How far the drawn texts reach beyond the figure on each side, in pixels (0 where none does)."""
+    sides = {"left": 0.0, "right": 0.0, "bottom": 0.0, "top": 0.0}
+    for _, over in _overhangs(fig, renderer):
+        sides = {side: max(px, over[side]) for side, px in sides.items()}
+    return sides
+
+
+def _overhangs(fig: Figure, renderer) -> list[tuple[Text, dict[str, float]]]:
+    """Each drawn text with how far it reaches beyond each side of the figure (negative: inside)."""
     box = fig.bbox
     out = []
     for text in _texts(fig):
         b = text.get_window_extent(renderer)
-        over = {"left": box.x0 - b.x0, "right": b.x1 - box.x1, "bottom": box.y0 - b.y0, "top": b.y1 - box.y1}
-        sides = [f"{side} by {px:.0f} px" for side, px in over.items() if px > PIXEL]
-        if sides:
-            out.append(f"text {_short(text)} extends beyond the figure ({', '.join(sides)})")
+        out.append((text, {"left": box.x0 - b.x0, "right": b.x1 - box.x1, "bottom": box.y0 - b.y0, "top": b.y1 - box.y1}))
     return out
 
 

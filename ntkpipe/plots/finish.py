@@ -37,6 +37,7 @@ from ntkpipe.plots.checks import (
     legends,
     line_label,
     line_style,
+    overhang,
     texts_beside_ticks,
     texts_outside,
     theory_range,
@@ -57,8 +58,8 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     """Title ``fig``, give ``legend_axes`` that have labelled artists (and no legend yet) their
     legends and apply every clean-up (module docstring).
 
-    The constrained layout is computed again after wrapping texts or moving legends (or while a
-    text is still outside), then frozen: leaving out tick labels only frees space, and later draws
+    The constrained layout is computed again after wrapping texts, moving legends or growing the
+    figure to texts it could not fit (or while a text is still outside), then frozen: leaving out tick labels only frees space, and later draws
     (checks, saving) skip it."""
     legend_axes = note_coincident_lines(fig, list(legend_axes))
     for ax in fig.axes:
@@ -73,12 +74,13 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     wrap_legend_texts(fig)
     mathtext_labels(fig)
     renderer = lay_out(fig)  # drafts of the layout: the job's draw (checks, PNG) makes the pixels
-    for _ in range(3):  # one pass may not settle (fixed-aspect images, colour bars): redraw then
+    for _ in range(4):  # one pass may not settle (fixed-aspect images, colour bars): redraw then
         changed = fit_texts(fig, suptitle, renderer)
         covering = [ax for ax in legend_axes if legend_covers(ax, renderer)]
         if covering:
             move_legends_outside(fig, covering, renderer)
-        if not (changed or covering or texts_outside(fig, renderer)):
+        grown = not (changed or covering) and grow_to_texts(fig, renderer)
+        if not (changed or covering or grown or texts_outside(fig, renderer)):
             break
         renderer = lay_out(fig)
     thin_tick_labels(fig, renderer)
@@ -325,6 +327,19 @@ def wrap_to(text: Text, pixels: float, renderer) -> bool:
         text.set_text("\n".join(textwrap.fill(p, chars, break_long_words=False) for p in paragraphs))
         changed = True
     return changed
+
+
+def grow_to_texts(fig: Figure, renderer) -> bool:
+    """Texts the layout could not fit (a fixed-aspect matrix whose long tick labels take the width its
+    axis label needed) make the figure larger by how far they reach out, and a margin. Returns
+    whether it grew."""
+    over = overhang(fig, renderer)
+    wider, taller = over["left"] + over["right"], over["bottom"] + over["top"]
+    if wider > PIXEL:
+        fig.set_figwidth(fig.get_figwidth() + (wider + 4 * PIXEL) / fig.dpi)
+    if taller > PIXEL:
+        fig.set_figheight(fig.get_figheight() + (taller + 4 * PIXEL) / fig.dpi)
+    return max(wider, taller) > PIXEL
 
 
 def move_legends_outside(fig: Figure, axes: list[Axes], renderer) -> None:

@@ -34,6 +34,11 @@ CMAP = "viridis"
 ANNOTATED = 12
 """A matrix with at most this many rows and columns gets its values in its cells and a tick per
 coordinate; a larger one (a P×P Gram) is read off the colour bar, with a few ticks."""
+CELL = 0.42
+"""Inches per row and column of an annotated matrix (its two-decimal numbers fit)."""
+TICK_CHAR = 0.068
+"""Inches per character of a tick label (8 pt): an annotated matrix's columns are as wide as their
+labels (CIFAR-10's class names; cells wider than high), so that none is left out for overlapping its neighbour."""
 
 
 def matrix_mean(var: xr.DataArray) -> xr.DataArray:
@@ -98,12 +103,13 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
     cmap = matplotlib.colormaps[CMAP]
     annotated = max(n_rows, n_cols) <= ANNOTATED
     fontsize = 9 if n_cols <= 6 else 7
-    size = ((max(3.0, 0.42 * n_cols + 1.6), max(2.6, 0.42 * n_rows + 1.0)) if annotated else (3.2, 3.0))
+    cell = max(CELL, TICK_CHAR * max(map(len, _tick_labels(ds, columns, grid[0][columns].values))))
+    size = ((max(3.0, cell * n_cols + 1.6), max(2.6, CELL * n_rows + 1.0)) if annotated else (3.2, 3.0))
     fig, axes = new_figure(len(rows_drawn), len(cols), width=size[0], height=size[1])
     for i, (name, row) in enumerate(zip(rows_drawn, panels)):
         for ax, c, matrix, sub in zip(axes[i], cols, row, subs):
             values = matrix.values
-            ax.imshow(values, cmap=cmap, norm=norm, interpolation="nearest")
+            ax.imshow(values, cmap=cmap, norm=norm, interpolation="nearest", aspect=CELL / cell if annotated else 1.0)
             for r, k in np.ndindex(values.shape) if annotated else ():
                 if np.isfinite(values[r, k]):
                     ax.text(k, r, f"{values[r, k]:.2f}", ha="center", va="center", fontsize=fontsize,
