@@ -38,7 +38,8 @@ def is_fixed(node) -> bool:
     return isinstance(node, Fixed)
 
 
-def fixed_mask(tree):
-    """``tree`` with True at every array leaf inside a :class:`Fixed`, False elsewhere."""
-    return jax.tree.map(lambda node: jax.tree.map(eqx.is_array, node) if is_fixed(node) else False,
+def fixed_mask(tree, is_array=eqx.is_array):
+    """``tree`` with True at every array leaf (``is_array``: e.g. shapes in place of arrays) inside a
+    :class:`Fixed`, False elsewhere."""
+    return jax.tree.map(lambda node: jax.tree.map(is_array, node) if is_fixed(node) else False,
                         tree, is_leaf=is_fixed)

@@ -100,21 +100,35 @@ def has_constant_readout_gradient(mlp: MLP) -> bool:
 
     Decided from the traced program, not from the parameterization: g_L is traced (shapes only, no
     computation) under ``jax.vmap`` over the weights and the input with an unmapped output, which fails
-    when it depends on either. ``mlp`` may be traced (inside ``jax.jit`` or ``jax.vmap``).
+    when it depends on either. ``mlp`` may be traced (inside ``jax.jit`` or ``jax.vmap``). Decided once
+    per structure and shapes: the key is the flattened network (a checkpoint's Gram pays ~10 µs for it).
     """
-    fixed, rest = eqx.partition(mlp, fixed_mask(mlp))
-    arrays, static = eqx.partition(rest, eqx.is_array)
-    shapes = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False)),
-                          (arrays, fixed))  # NumPy weights (a pack's host copy) are never weak
-    return _traced_readout_gradient_is_constant(static, *shapes)
+    leaves, treedef = jax.tree.flatten(mlp)
+    return _traced_readout_gradient_is_constant(treedef, tuple(map(_shape_of, leaves)))
+
+
+def _shape_of(leaf):
+    """An array's (or tracer's) shape, dtype and weak type; other leaves as they are. NumPy weights (a
+    pack's host copy) are never weak."""
+    if not eqx.is_array(leaf):
+        return leaf
+    return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, weak_type=getattr(leaf, "weak_type", False))
+
+
+def _is_shape(leaf) -> bool:
+    return isinstance(leaf, jax.ShapeDtypeStruct)
 
 
 @functools.lru_cache(maxsize=64)
-def _traced_readout_gradient_is_constant(static: MLP, shapes: MLP, fixed: MLP) -> bool:
+def _traced_readout_gradient_is_constant(treedef, leaves: tuple) -> bool:
     """Whether g_L stays unbatched when the weights and the input are batched (the fixed scalars,
-    c_ℓ and κ, are not: they are the same for every example)."""
-    batched = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), shapes)
-    x = jax.ShapeDtypeStruct((1, shapes.weights[0].shape[1]), shapes.weights[0].dtype)
+    c_ℓ and κ, are not: they are the same for every example); ``leaves`` are the network's, arrays as
+    their shapes."""
+    shapes = jax.tree.unflatten(treedef, leaves)
+    fixed, rest = eqx.partition(shapes, fixed_mask(shapes, _is_shape))
+    arrays, static = eqx.partition(rest, _is_shape)
+    batched = jax.tree.map(lambda a: jax.ShapeDtypeStruct((1, *a.shape), a.dtype), arrays)
+    x = jax.ShapeDtypeStruct((1, arrays.weights[0].shape[1]), arrays.weights[0].dtype)
 
     def readout_gradient(arrays, fixed, x):
         return layer_features(eqx.combine(arrays, fixed, static), x)[1][-1]
