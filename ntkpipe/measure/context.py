@@ -18,13 +18,14 @@ import numpy as np
 import xarray as xr
 from jax.flatten_util import ravel_pytree
 
+from ntkpipe.compile_options import measurement_jit
 from ntkpipe.data import Dataset
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models import MLP, Linearized, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 
 
-@eqx.filter_jit
+@measurement_jit
 def _outputs(model, x):
     return jax.vmap(model)(x)
 

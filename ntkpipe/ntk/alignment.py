@@ -10,11 +10,12 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
+from ntkpipe.compile_options import measurement_jit
 from ntkpipe.models import trainable
 from ntkpipe.ntk.precision import to_float64, with_x64
 
 
-@eqx.filter_jit
+@measurement_jit
 def _alignments(arrays, rest, x_blocks: Float[Array, "B b ..."], v_blocks: Float[Array, "B k b C"]):
     def add_block(total, block):
         x, v = block

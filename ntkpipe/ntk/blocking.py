@@ -12,6 +12,8 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
+from ntkpipe.compile_options import MEASUREMENT
+
 BlockKernel = Callable[[Int[Array, ""], Int[Array, ""]], Float[Array, "..."]]
 
 
@@ -51,7 +53,7 @@ def _write(
     return _place(out, block, row, col, output_axes)
 
 
-_write_block = partial(jax.jit, donate_argnums=0, static_argnames=("mirror", "output_axes"))(_write)
+_write_block = partial(jax.jit, donate_argnums=0, static_argnames=("mirror", "output_axes"), compiler_options=MEASUREMENT)(_write)
 """Eager :func:`_write`, its output buffer donated (written in place)."""
 
 

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
+from ntkpipe.compile_options import measurement_jit
 from ntkpipe.models import layer_components, trainable
 from ntkpipe.ntk.blocking import assemble_gram
 from ntkpipe.ntk.outputs import OUTPUT_AXES, factor_products, output_shape
@@ -34,13 +35,13 @@ def _per_example_jacobians(arrays, rest, x: Float[Array, "n ..."]) -> list[Float
     return [j.reshape(*j.shape[:2], -1) for j in jax.tree.leaves(jacobians)]
 
 
-@eqx.filter_jit
+@measurement_jit
 def _block_jacobians(arrays, rest, x: Float[Array, "n ..."], start: Int[Array, ""], size: int) -> list[Array]:
     """Per-example Jacobians of rows ``start … start + size`` of ``x``, one (size, C, P_leaf) per leaf."""
     return _per_example_jacobians(arrays, rest, lax.dynamic_slice_in_dim(x, start, size))
 
 
-@eqx.filter_jit
+@measurement_jit
 def _contract(
     jacobians1: list[Array], jacobians2: list[Array], components: tuple[int, ...] | None, outputs: str
 ) -> Float[Array, "..."]:

@@ -31,6 +31,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
+from ntkpipe.compile_options import measurement_jit
 from ntkpipe.models import trainable
 from ntkpipe.ntk.alignment import jacobian_alignments
 from ntkpipe.ntk.eigen import top_eigenpairs
@@ -93,7 +94,7 @@ def _mean_vjp(arrays, rest, output, x_blocks, w_blocks, cotangents) -> Float[Arr
     return lax.scan(add_block, zeros, (x_blocks, w_blocks))[0]
 
 
-@eqx.filter_jit
+@measurement_jit
 def _gram_columns(arrays, rest, output: int, x_blocks, w_blocks, basis_blocks: Float[Array, "B b *shape"]):
     def columns(basis):
         products = _mean_jvp(arrays, rest, output, x_blocks, w_blocks, basis)
@@ -102,7 +103,7 @@ def _gram_columns(arrays, rest, output: int, x_blocks, w_blocks, basis_blocks: F
     return lax.map(columns, basis_blocks)
 
 
-@eqx.filter_jit
+@measurement_jit
 def _half_products(arrays, rest, output: int, half_a: tuple[Array, Array], half_b: tuple[Array, Array],
                    tangents: Float[Array, " k *shape"]) -> Float[Array, " k"]:
     """⟨M̄_A u, M̄_B u⟩ for each tangent u, M̄_A and M̄_B the averages of M over two sets of points."""

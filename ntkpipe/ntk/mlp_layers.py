@@ -39,6 +39,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
+from ntkpipe.compile_options import measurement_jit
 from ntkpipe.models import MLP, Linearized
 from ntkpipe.models.fixed import fixed_mask
 from ntkpipe.ntk.blocking import fill_gram
@@ -91,7 +92,7 @@ def layer_features(mlp: MLP, x: Float[Array, " D"]) -> LayerFeatures:
     return inputs, grads
 
 
-batched_layer_features = eqx.filter_jit(jax.vmap(layer_features, in_axes=(None, 0)))
+batched_layer_features = measurement_jit(jax.vmap(layer_features, in_axes=(None, 0)))
 
 
 def has_constant_readout_gradient(mlp: MLP) -> bool:
@@ -166,7 +167,7 @@ def _rows(features: LayerFeatures, start: Int[Array, ""], size: int) -> LayerFea
     return jax.tree.map(lambda a: lax.dynamic_slice_in_dim(a, start, size), features)
 
 
-@eqx.filter_jit
+@measurement_jit
 def _gram(
     mlp: MLP,
     features1: LayerFeatures,

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
+from ntkpipe.compile_options import measurement_jit
 from ntkpipe.models import layer_components, trainable
 from ntkpipe.ntk.blocking import assemble_gram
 from ntkpipe.ntk.outputs import OUTPUT_AXES, output_shape
@@ -59,7 +60,7 @@ def _pushforward(arrays, rest, x: Float[Array, "b ..."], chosen: tuple[int, ...]
     return pushed
 
 
-@eqx.filter_jit
+@measurement_jit
 def _gram_block(
     arrays,
     rest,

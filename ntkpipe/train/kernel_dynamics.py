@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkpipe.compile_options import measurement_jit
 from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.models import learning_rate_scale
 from ntkpipe.ntk import empirical_ntk, flatten_gram
@@ -51,7 +51,7 @@ class KernelOutputs(NamedTuple):
     gram_train: np.ndarray
 
 
-@eqx.filter_jit
+@measurement_jit
 def _outputs(model, x):
     return jax.vmap(model)(x)
 

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkpipe.compile_options import measurement_jit
 from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
@@ -89,7 +90,7 @@ def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, t
     return diffs, opt_states, finite, _pack_quantities(diffs, static, evals, names, chunk)
 
 
-_pack_quantities_jit = eqx.filter_jit(_pack_quantities)
+_pack_quantities_jit = measurement_jit(_pack_quantities)
 
 
 class PackCheckpoint:

@@ -1,0 +1,57 @@
+"""Measurement programs compile with XLA:CPU's loop emitters (``ntkpipe.compile_options``): the same
+programs as ``eqx.filter_jit`` builds (arrays traced, other leaves static), numbers equal to the
+fusion emitters' to float rounding; training keeps XLA's defaults."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ntkpipe.compile_options import MEASUREMENT, measurement_jit
+from ntkpipe.models.mlp import MLP
+
+
+def test_arrays_are_traced_and_other_leaves_static():
+    traced = []
+
+    def scaled(x, *, power: int):
+        traced.append(power)
+        return x**power
+
+    f = measurement_jit(scaled)
+    np.testing.assert_array_equal(f(jnp.arange(3.0), power=2), [0.0, 1.0, 4.0])
+    np.testing.assert_array_equal(f(jnp.arange(1.0, 4.0), power=2), [1.0, 4.0, 9.0])  # new values: no new trace
+    np.testing.assert_array_equal(f(jnp.arange(3.0), power=3), [0.0, 1.0, 8.0])  # a new static: traced again
+    assert traced == [2, 3]
+
+
+def test_a_measurement_agrees_with_the_default_program_to_rounding():
+    """A tanh float32 network's outputs (``ntkpipe.measure.context._outputs``' program) under the
+    measurement options and under XLA's defaults."""
+    net = MLP(16, 64, 3, 4, activation="tanh", sigma=1.5, dtype=jnp.float32, key=jax.random.PRNGKey(0))
+    x = jax.random.normal(jax.random.PRNGKey(1), (50, 16), jnp.float32)
+
+    def outputs(model, x):
+        return jax.vmap(model)(x)
+
+    measured = np.asarray(measurement_jit(outputs)(net, x))
+    default = np.asarray(eqx.filter_jit(outputs)(net, x))
+    np.testing.assert_allclose(measured, default, rtol=1e-5, atol=1e-6)
+    assert np.abs(default).max() > 0.1
+
+
+def test_the_options_name_a_field_xla_reads():
+    """An option XLA does not know fails the compile; these compile."""
+    compiled = jax.jit(lambda x: jnp.tanh(x) * 2.0).lower(jnp.ones(4)).compile(compiler_options=MEASUREMENT)
+    np.testing.assert_allclose(compiled(jnp.ones(4)), 2.0 * np.tanh(1.0), rtol=1e-6)
+
+
+def test_inside_jit_and_vmap_it_is_part_of_the_enclosing_program():
+    """JAX refuses compile options on a nested jit: called on tracers, the measurement compiles with
+    the enclosing program (an NTK inside a jitted or vmapped function)."""
+    f = measurement_jit(lambda x: jnp.sin(x) * 2.0)
+    x = jnp.linspace(0.0, 1.0, 5)
+    np.testing.assert_allclose(jax.jit(lambda x: f(x) + 1.0)(x), 2.0 * np.sin(x) + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(f)(x[:, None])[:, 0], 2.0 * np.sin(x), rtol=1e-6)
