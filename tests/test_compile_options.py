@@ -1,6 +1,6 @@
 """Measurement programs compile with XLA:CPU's loop emitters (``ntkpipe.compile_options``): the same
 programs as ``eqx.filter_jit`` builds (arrays traced, other leaves static), numbers equal to the
-fusion emitters' to float rounding; training keeps XLA's defaults."""
+fusion emitters' to float rounding, and inside an enclosing program they are part of it."""
 
 from __future__ import annotations
 

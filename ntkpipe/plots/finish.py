@@ -59,8 +59,8 @@ def finish_figure(fig: Figure, title: str, legend_axes=(), *, fontsize: float = 
     legends and apply every clean-up (module docstring).
 
     The constrained layout is computed again after wrapping texts, moving legends or growing the
-    figure to texts it could not fit (or while a text is still outside), then frozen: leaving out tick labels only frees space, and later draws
-    (checks, saving) skip it."""
+    figure to texts it could not fit (or while a text is still outside), then frozen: leaving out
+    tick labels only frees space, and later draws (checks, saving) skip it."""
     legend_axes = note_coincident_lines(fig, list(legend_axes))
     for ax in fig.axes:
         limits_from_data(ax)

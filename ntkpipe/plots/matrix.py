@@ -38,7 +38,8 @@ CELL = 0.42
 """Inches per row and column of an annotated matrix (its two-decimal numbers fit)."""
 TICK_CHAR = 0.068
 """Inches per character of a tick label (8 pt): an annotated matrix's columns are as wide as their
-labels (CIFAR-10's class names; cells wider than high), so that none is left out for overlapping its neighbour."""
+labels (CIFAR-10's class names; cells wider than high), so that none is left out for overlapping
+its neighbour."""
 
 
 def matrix_mean(var: xr.DataArray) -> xr.DataArray:
