@@ -34,15 +34,21 @@ MEASUREMENT = {"xla_cpu_use_fusion_emitters": False}
 
 def measurement_jit(fn: Callable[P, T]) -> Callable[P, T]:
     """``fn`` as ``eqx.filter_jit`` compiles it (array leaves traced, every other leaf static), with
-    the :data:`MEASUREMENT` options where it is a program of its own. Called on tracers (inside
-    ``jax.jit`` or ``jax.vmap``) it is part of the enclosing program, whose options hold (JAX takes
-    compile options only at the top level)."""
+    the :data:`MEASUREMENT` options where it is a program of its own. Called inside ``jax.jit`` or
+    ``jax.vmap`` (on tracers, or on arrays the enclosing function closes over) it is part of the
+    enclosing program, whose options hold: JAX takes compile options only at the top level."""
     own = eqx.filter_jit(fn, compiler_options=MEASUREMENT)  # pyright: ignore[reportCallIssue]  # jax.jit's keywords: accepted, not in equinox's overloads
     nested = eqx.filter_jit(fn)
 
     @functools.wraps(fn)
     def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((args, kwargs)))
-        return (nested if traced else own)(*args, **kwargs)
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((args, kwargs))):
+            return nested(*args, **kwargs)
+        try:
+            return own(*args, **kwargs)
+        except ValueError as error:  # inside an enclosing jit on closed-over arrays only: options refused
+            if "compiler_options" not in str(error):
+                raise
+            return nested(*args, **kwargs)
 
     return call

@@ -11,6 +11,7 @@ import numpy as np
 
 from ntkpipe.compile_options import MEASUREMENT, measurement_jit
 from ntkpipe.models.mlp import MLP
+from ntkpipe.ntk import empirical_ntk
 
 
 def test_arrays_are_traced_and_other_leaves_static():
@@ -55,3 +56,14 @@ def test_inside_jit_and_vmap_it_is_part_of_the_enclosing_program():
     x = jnp.linspace(0.0, 1.0, 5)
     np.testing.assert_allclose(jax.jit(lambda x: f(x) + 1.0)(x), 2.0 * np.sin(x) + 1.0, rtol=1e-6)
     np.testing.assert_allclose(jax.vmap(f)(x[:, None])[:, 0], 2.0 * np.sin(x), rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(lambda: f(x))(), 2.0 * np.sin(x), rtol=1e-6)  # x closed over, not traced
+
+
+def test_an_ntk_of_closed_over_arrays_inside_jit():
+    """``empirical_ntk`` runs inside ``jax.jit`` also where the network and inputs are constants of the
+    jitted function: its measurement programs are then part of it (no compile options)."""
+    net = MLP(3, 8, 2, 2, activation="relu", sigma=1.0, dtype=jnp.float64, key=jax.random.PRNGKey(0))
+    x = jax.random.normal(jax.random.PRNGKey(1), (5, 3), jnp.float64)
+    with jax.enable_x64(True):
+        inside = np.asarray(jax.jit(lambda: empirical_ntk(net, x))())
+        np.testing.assert_allclose(inside, np.asarray(empirical_ntk(net, x)), rtol=1e-12, atol=1e-14)
