@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import jax.numpy as jnp
 import numpy as np
-
-from ntkpipe.ntk.kernel_stats import kernel_alignment
 
 
 def first_layer_alignment(w1, beta: np.ndarray) -> float:
     """cos(W₁ᵀW₁, ββᵀ) = βᵀW₁ᵀW₁β / (‖W₁ᵀW₁‖_F |β|²) of a first layer W₁ (hidden, inputs), in float64.
 
-    Reaches 1 when the first layer has become rank one along the teacher direction β.
+    Reaches 1 when the first layer has become rank one along the teacher direction β. Computed as
+    |W₁β|² / (‖W₁ᵀW₁‖_F |β|²), the norm from the smaller of W₁ᵀW₁ and W₁W₁ᵀ (equal Frobenius norms).
     """
-    w = jnp.asarray(w1).astype(jnp.float64)
-    return kernel_alignment(w.T @ w, beta, xp=jnp)
+    w, beta = np.asarray(w1, np.float64), np.asarray(beta, np.float64).reshape(-1)
+    gram = w @ w.T if w.shape[0] < w.shape[1] else w.T @ w
+    return float(np.sum((w @ beta) ** 2) / (np.linalg.norm(gram) * (beta @ beta)))
 
 
 def layer_alignment(w: np.ndarray, u: np.ndarray, n: np.ndarray) -> tuple[float, float, float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
@@ -68,6 +69,11 @@ def choose_implementation(
     if costs.vector_products < costs.jacobian:
         return NtkImplementation.NTK_VECTOR_PRODUCTS
     return NtkImplementation.JACOBIAN
+
+
+def _array(x: ArrayLike) -> Array | np.ndarray:
+    """``x`` as it is if it is an array (JAX, traced or NumPy), else as a NumPy array."""
+    return x if isinstance(x, jax.Array | np.ndarray) else np.asarray(x)
 
 
 @with_x64
@@ -150,20 +156,21 @@ def empirical_ntk(
     dtype = jnp.dtype(dtype)
     if dtype not in (jnp.dtype(jnp.float64), jnp.dtype(jnp.float32)):
         raise ValueError(f"dtype must be float64 or float32, got {dtype}")
+    options = {"per_layer": per_layer, "block_size": block_size, "outputs": outputs}
+    mlp = structured_mlp(model)
+    if implementation is NtkImplementation.MLP_LAYERS or (implementation is NtkImplementation.AUTO and mlp is not None):
+        if mlp is None:
+            raise TypeError(
+                f"NtkImplementation.MLP_LAYERS needs an ntkpipe MLP or a Linearized MLP, got "
+                f"{type(model).__name__}; use NtkImplementation.JACOBIAN (or AUTO) for other models"
+            )
+        return mlp_layers_ntk(mlp, _array(x1), None if x2 is None else _array(x2), dtype=dtype,
+                              **options)  # casts inside its program
     model = cast_floats(model, dtype)
     x1 = jnp.asarray(x1, dtype)
     x2 = None if x2 is None else jnp.asarray(x2, dtype)
-    options = {"per_layer": per_layer, "block_size": block_size, "outputs": outputs}
     if implementation is NtkImplementation.AUTO:
         implementation = choose_implementation(model, x1, x2)
     if implementation is NtkImplementation.JACOBIAN:
         return jacobian_ntk(model, x1, x2, **options)
-    if implementation is NtkImplementation.NTK_VECTOR_PRODUCTS:
-        return vector_products_ntk(model, x1, x2, **options)
-    mlp = structured_mlp(model)
-    if mlp is None:
-        raise TypeError(
-            f"NtkImplementation.MLP_LAYERS needs an ntkpipe MLP or a Linearized MLP, got "
-            f"{type(model).__name__}; use NtkImplementation.JACOBIAN (or AUTO) for other models"
-        )
-    return mlp_layers_ntk(mlp, x1, x2, **options)
+    return vector_products_ntk(model, x1, x2, **options)

@@ -36,6 +36,7 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jaxtyping import Array, Float, Int
 
@@ -49,6 +50,7 @@ from ntkpipe.ntk.outputs import (
     output_shape,
     times_pair_scale,
 )
+from ntkpipe.ntk.precision import cast_floats
 
 TILE_ROWS = 640
 """Example-output rows b·C of a block on CPU (full kernel; b for traced and diagonal ones), at most block_size
@@ -167,7 +169,6 @@ def _rows(features: LayerFeatures, start: Int[Array, ""], size: int) -> LayerFea
     return jax.tree.map(lambda a: lax.dynamic_slice_in_dim(a, start, size), features)
 
 
-@measurement_jit
 def _gram(
     mlp: MLP,
     features1: LayerFeatures,
@@ -212,23 +213,33 @@ def block_rows(n: int, num_outputs: int, block_size: int, outputs: str) -> int:
 
 def mlp_layers_ntk(
     mlp: MLP,
-    x1: Float[Array, "n1 D"],
-    x2: Float[Array, "n2 D"] | None,
+    x1: Float[Array | np.ndarray, "n1 D"],
+    x2: Float[Array | np.ndarray, "n2 D"] | None,
     *,
     per_layer: bool,
     block_size: int,
     outputs: str = "full",
+    dtype=jnp.float64,
 ) -> Float[Array, "..."]:
     """NTK of ``mlp`` (``x2=None``: x1) by layer factorization, in blocks of at most ``block_size``
-    examples (:func:`block_rows`), in the dtype of ``mlp`` and ``x1`` (float64 or float32), with the
-    output pairs ``outputs`` keeps.
+    examples (:func:`block_rows`), in ``dtype`` (float64 or float32: the weights and inputs are cast
+    to it), with the output pairs ``outputs`` keeps. One compiled program: the casts, the features
+    and the Gram.
 
     Memory: the features, O((n1 + n2)·C·Σ n_ℓ), the output, and one block.
     """
-    features1 = batched_layer_features(mlp, x1)
-    features2 = None if x2 is None else batched_layer_features(mlp, x2)
     num_outputs = mlp.weights[-1].shape[0]
     n2 = len(x1) if x2 is None else len(x2)
     sizes = (block_rows(len(x1), num_outputs, block_size, outputs), block_rows(n2, num_outputs, block_size, outputs))
+    return _cast_ntk(mlp, x1, x2, sizes, per_layer, outputs, jnp.dtype(dtype))
+
+
+@measurement_jit
+def _cast_ntk(mlp, x1, x2, sizes, per_layer, outputs, dtype):
+    """:func:`_gram` of the features of ``mlp`` and the inputs, each cast to ``dtype`` first; whether the
+    readout gradient is constant is decided once, when the program is traced."""
     constant_readout = has_constant_readout_gradient(mlp)
+    mlp = cast_floats(mlp, dtype)
+    features1 = batched_layer_features(mlp, jnp.asarray(x1, dtype))
+    features2 = None if x2 is None else batched_layer_features(mlp, jnp.asarray(x2, dtype))
     return _gram(mlp, features1, features2, constant_readout, sizes, per_layer, outputs)
