@@ -12,7 +12,8 @@ compiled twice there; the cache is for later runs and job processes (a job proce
 does). An entry not yet written when the process is killed is compiled again by the next run, and
 so is a program that has no entry because it cannot be serialized once it has run: XLA:CPU resolves
 a sort's comparator at the first run (``LessThan`` is then "not serializable"), which leaves out the
-training steps that shuffle minibatches.
+programs that sort, such as the minibatch orders of :mod:`ntkpipe.train.batches` (the training steps
+themselves hold no sort, and are cached).
 """
 
 from __future__ import annotations

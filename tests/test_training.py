@@ -12,6 +12,7 @@ import pytest
 from ntkpipe.lang.schema import CheckpointSpec, TrainSpec
 from ntkpipe.models import MLP, Linearized, trainable
 from ntkpipe.train import checkpoint_steps, total_steps, train
+from ntkpipe.train.batches import batch_slots, epoch_orders, epochs_to_cover
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((10, 3))
@@ -161,3 +162,24 @@ def test_per_layer_learning_rates_match_optax_with_a_multiplier_per_layer(optimi
                        for ps, us in zip(params, updates))
     for mine, ref in zip(jax.tree.leaves((got.weights, got.biases)), jax.tree.leaves(params)):
         np.testing.assert_allclose(mine, ref, rtol=1e-12, atol=1e-14)
+
+
+def test_epoch_orders_are_each_epochs_own_permutation():
+    """The order table (drawn outside the training program) holds, row e, the permutation that
+    ``jax.random.permutation(fold_in(key, e), n)`` draws alone; the epochs it covers round up."""
+    key = jax.random.PRNGKey(5)
+    orders = np.asarray(epoch_orders(key, 10, 4))
+    assert orders.shape == (4, 10) and orders.dtype == np.int32
+    for epoch in range(4):
+        np.testing.assert_array_equal(orders[epoch], jax.random.permutation(jax.random.fold_in(key, epoch), 10))
+    assert [epochs_to_cover(steps, 10, 4) for steps in (0, 1, 3, 4, 9)] == [1, 1, 1, 2, 3]
+
+
+def test_last_partial_batch_wraps_to_the_epochs_start_masked():
+    """n = 10, B = 4: the third batch of each epoch reads π[8], π[9], then π[0], π[1] masked out."""
+    orders = np.asarray(epoch_orders(jax.random.PRNGKey(1), 10, 2))
+    for step, (epoch, slots) in enumerate([(0, [0, 1, 2, 3]), (0, [4, 5, 6, 7]), (0, [8, 9, 0, 1]),
+                                           (1, [0, 1, 2, 3])]):
+        idx, inside = batch_slots(jnp.asarray(orders), jnp.asarray(step), 4)
+        np.testing.assert_array_equal(idx, orders[epoch, slots])
+        np.testing.assert_array_equal(inside, [True] * 4 if step != 2 else [True, True, False, False])

@@ -19,6 +19,7 @@ import numpy as np
 from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
 from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
 from ntkpipe.ntk.precision import cast_floats
+from ntkpipe.train.batches import batch_slots, run_orders
 from ntkpipe.train.driver import Run, Trajectory, drive
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
@@ -34,49 +35,36 @@ def layer_multipliers(diff, spec: OptimizerSpec, dtype):
     return treedef.unflatten([jnp.asarray(per_layer[c] if c < count else 1.0, dtype) for c in components])
 
 
-def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, *,
+def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, orders, x, y, *,
                   loss_name, direction, schedule, batch_size):
     """n_steps optimizer steps from step0; returns (diff, opt_state, finite, state): whether the loss of
     every step and the parameters after the last are finite, and the network's state (BatchNorm
     statistics, in ``static``; empty for a stateless network) after the last, each step in train mode
-    (:func:`ntkpipe.models.forward_batch`)."""
+    (:func:`ntkpipe.models.forward_batch`). Minibatches follow ``orders``, the run's epoch orders
+    (:func:`ntkpipe.train.batches.epoch_orders`; unused for full-batch steps)."""
     per_example = LOSSES[loss_name]
-    n = x.shape[0]
-    spe = 1 if batch_size is None else -(-n // batch_size)
-    padded = n if batch_size is None else spe * batch_size  # an epoch's batch slots: n, up to a last partial batch
     net_state, static = split_state(static)
 
     def batch_loss(d, s, xb, yb, mask):
         f, model = forward_batch(eqx.combine(d, s, static), xb, mask)
         return jnp.sum(mask * per_example(f, yb)) / jnp.sum(mask), split_state(model)[0]
 
-    def epoch_order(step):
-        """The batch order of ``step``'s epoch: a permutation of the n examples (the epoch's key),
-        continued by its own start to ``padded`` entries so that the last batch is full."""
-        perm = jax.random.permutation(jax.random.fold_in(key, step // spe), n)
-        return jnp.concatenate([perm, perm[: padded - n]])
-
     def body(i, carry):
-        d, s, state, finite, order = carry
+        d, s, state, finite = carry
         step = step0 + i
         if batch_size is None:
-            xb, yb, mask = x, y, jnp.ones((n,), x.dtype)
+            xb, yb, mask = x, y, jnp.ones((x.shape[0],), x.dtype)
         else:
-            k = step % spe
-            # a new epoch's order once per epoch, not per step (the permutation sorts n keys: 0.2 ms at n = 1000)
-            order = jax.lax.cond((k == 0) & (i > 0), lambda: epoch_order(step), lambda: order)
-            idx = jax.lax.dynamic_slice(order, (k * batch_size,), (batch_size,))
-            xb, yb = x[idx], y[idx]
-            mask = ((k * batch_size + jnp.arange(batch_size)) < n).astype(x.dtype)
+            idx, inside = batch_slots(orders, step, batch_size)
+            xb, yb, mask = x[idx], y[idx], inside.astype(x.dtype)
         (loss, s), grads = jax.value_and_grad(batch_loss, has_aux=True)(d, s, xb, yb, mask)
         updates, state = direction.update(grads, state, d)
         eta = learning_rate(schedule, lr, step, total, x.dtype)
         d = jax.tree.map(lambda p, u, m: p - eta * m * u, d, updates, multipliers)
-        return d, s, state, finite & jnp.isfinite(loss), order
+        return d, s, state, finite & jnp.isfinite(loss)
 
-    order = jnp.zeros((0,), jnp.int32) if batch_size is None else epoch_order(step0)
-    diff, net_state, opt_state, finite, _ = jax.lax.fori_loop(
-        0, n_steps, body, (diff, net_state, opt_state, jnp.array(True), order))
+    diff, net_state, opt_state, finite = jax.lax.fori_loop(
+        0, n_steps, body, (diff, net_state, opt_state, jnp.array(True)))
     finite = finite & jnp.array([jnp.all(jnp.isfinite(p)) for p in jax.tree.leaves(diff)]).all()
     return diff, opt_state, finite, net_state
 
@@ -110,20 +98,21 @@ class NetworkStepper:
         self.direction = update_direction(spec.optimizer)
         self.multipliers = layer_multipliers(self.diff0, spec.optimizer, dtype)
         self.lr = jnp.asarray(spec.optimizer.lr * lr_scale)
-        self.key = key
+        self.key, self.batch_size = key, spec.batch_size
         self.continues = spec.optimizer.schedule == "constant"  # linear_decay's η_t depends on the total
         self.options = dict(loss_name=spec.loss, direction=self.direction, schedule=spec.optimizer.schedule,
                             batch_size=spec.batch_size)
 
     def init(self, steps: np.ndarray) -> NetworkState:
         self.total = jnp.asarray(int(steps[-1]))
+        self.orders = run_orders(self.key, self.x.shape[0], self.batch_size, int(steps[-1]))
         # optax's Params type leaves out registered pytrees such as equinox modules (a stub gap)
         return NetworkState(self.diff0, self.direction.init(self.diff0), self.static0)  # pyright: ignore[reportArgumentType]
 
     def advance(self, state: NetworkState, done: int, target: int) -> tuple[NetworkState, np.ndarray]:
         diff, opt_state, finite, net_state = _advance(state.diff, state.static, state.opt_state, jnp.asarray(done),
                                                       jnp.asarray(target - done), self.lr, self.multipliers,
-                                                      self.total, self.key, self.x, self.y, **self.options)
+                                                      self.total, self.orders, self.x, self.y, **self.options)
         static = eqx.combine(net_state, split_state(state.static)[1])
         return NetworkState(diff, opt_state, static), np.array([bool(finite)])
 

@@ -31,6 +31,7 @@ from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.precision import cast_floats
+from ntkpipe.train.batches import run_orders
 from ntkpipe.train.driver import Run, Trajectory, drive
 from ntkpipe.train.loop import NetworkState, advance_steps, layer_multipliers
 from ntkpipe.train.optim import update_direction
@@ -79,14 +80,15 @@ def _pack_quantities(diffs, static, evals, names: frozenset, chunk: int):
 
 
 @eqx.filter_jit
-def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, total, keys, xs, ys, evals, *,
+def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, total, orders, xs, ys, evals, *,
                   names: frozenset, chunk: int, **options):
     """``advance_steps`` for each member in turn, then the quantities ``names`` of the advanced
     members, in one compiled call; returns stacked (diff, opt_state, finite, quantities)."""
-    def one(diff, opt_state, lr, key, x, y):
-        return advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, key, x, y, **options)[:3]
+    def one(diff, opt_state, lr, order, x, y):
+        return advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, order, x, y,
+                             **options)[:3]
 
-    diffs, opt_states, finite = jax.lax.map(lambda member: one(*member), (diffs, opt_states, lrs, keys, xs, ys))
+    diffs, opt_states, finite = jax.lax.map(lambda member: one(*member), (diffs, opt_states, lrs, orders, xs, ys))
     return diffs, opt_states, finite, _pack_quantities(diffs, static, evals, names, chunk)
 
 
@@ -195,6 +197,8 @@ class PackedStepper:
 
     def init(self, steps: np.ndarray) -> PackState:
         self.total = jnp.asarray(int(steps[-1]))
+        self.orders = jnp.stack([run_orders(key, self.x.shape[1], self.options["batch_size"], int(steps[-1]))
+                                 for key in self.keys])
         self.checkpoints = {int(s) for s in steps}
         return PackState(self.diffs0, self.opt_states0, PackCheckpoint(self.diffs0, self.static, self.evals, self.chunk, {}),
                          np.zeros(len(QUANTITIES), bool))
@@ -206,7 +210,7 @@ class PackedStepper:
         measured = names if target in self.checkpoints else frozenset()  # a piece between checkpoints
         diffs, opt_states, finite, computed = _advance_pack(
             state.diffs, self.static, state.opt_states, jnp.asarray(done), jnp.asarray(target - done), self.lr,
-            self.multipliers, self.total, self.keys, self.x, self.y, self.evals, names=measured, **self.options)
+            self.multipliers, self.total, self.orders, self.x, self.y, self.evals, names=measured, **self.options)
         checkpoint = PackCheckpoint(diffs, self.static, self.evals, self.chunk, computed)
         return PackState(diffs, opt_states, checkpoint, np.array([q in names for q in QUANTITIES])), np.asarray(finite)
 
