@@ -52,3 +52,40 @@ def test_build_model_is_deterministic_in_the_seed():
     np.testing.assert_array_equal(a.weights[0], b.weights[0])
     assert not np.allclose(a.weights[0], c.weights[0])
     assert isinstance(build_model(spec.model_copy(update={"kind": "linearized"}), (3,), 1, 0), Linearized)
+
+
+@pytest.mark.parametrize("tree", [
+    {"w": jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3), "b": jnp.ones(4, jnp.float32)},
+    {"w": jnp.arange(6.0).reshape(3, 2), "b": (jnp.ones(2), jnp.zeros((1, 1)))},
+    {"empty": []},
+])
+def test_flat_vector_is_ravel_pytree_on_the_host(tree):
+    """The host-side flattening equals ``jax.flatten_util.ravel_pytree`` in order, dtype and values, and
+    its inverse gives back every leaf in its shape and dtype."""
+    from jax.flatten_util import ravel_pytree
+
+    from ntkpipe.models.flat import flat_vector, from_flat_vector
+
+    expected, unravel = ravel_pytree(tree)
+    flat = flat_vector(tree)
+    assert isinstance(flat, np.ndarray) and flat.dtype == expected.dtype
+    np.testing.assert_array_equal(flat, expected)
+    for got, want in zip(jax.tree.leaves(from_flat_vector(tree, flat)), jax.tree.leaves(unravel(expected))):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_flat_vector_of_a_network_with_batch_statistics():
+    """A ResNet's stored arrays (weights and BatchNorm running statistics) round-trip bit for bit."""
+    from jax.flatten_util import ravel_pytree
+
+    from ntkpipe.lang.schema import MODEL_SPEC
+    from ntkpipe.models import stored
+    from ntkpipe.models.flat import flat_vector, from_flat_vector
+
+    spec = MODEL_SPEC.validate_python({"architecture": "resnet", "width_multiplier": 1 / 32, "blocks": [1, 1],
+                                       "norm": "batch"})
+    arrays, _ = stored(build_model(spec, (8, 8, 3), 2, seed=0))
+    flat = flat_vector(arrays)
+    np.testing.assert_array_equal(flat, ravel_pytree(arrays)[0])
+    np.testing.assert_array_equal(flat_vector(from_flat_vector(arrays, flat + 1)), flat + 1)

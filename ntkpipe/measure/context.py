@@ -16,12 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import xarray as xr
-from jax.flatten_util import ravel_pytree
 
 from ntkpipe.compile_options import measurement_jit
 from ntkpipe.data import Dataset
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models import MLP, Linearized, trainable
+from ntkpipe.models.flat import flat_vector
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 
 
@@ -72,8 +72,7 @@ class RunContext:
     @cached_property
     def theta0(self) -> np.ndarray:
         """θ_0: the initial trainable parameters (a linearization's: its origin), flat, float64."""
-        flat, _ = ravel_pytree(trainable(self.model0)[0])
-        return np.asarray(flat, np.float64)
+        return flat_vector(trainable(self.model0)[0]).astype(np.float64)
 
     @cached_property
     def teacher(self) -> tuple[np.ndarray, float]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from ntkpipe.measure import requirements as req
 from ntkpipe.measure.context import moving_network
@@ -15,6 +14,7 @@ from ntkpipe.measure.options import Option
 from ntkpipe.measure.record import MLP_ONLY, TIME_UNITS, Measurement, Variable, series
 from ntkpipe.measure.rotation import parameter_distances
 from ntkpipe.models import layer_components, trainable
+from ntkpipe.models.flat import flat_vector
 from ntkpipe.theory import final_kernel, two_layer
 
 _THRESHOLD = Option("threshold", float, 0.5, "level of cos(W₁ᵀW₁, ββᵀ)", -1.0, 1.0)
@@ -46,7 +46,7 @@ def _layer_norm_sum(model) -> float:
 
 
 def _param_distance(run, traj, item) -> dict:
-    theta_final, _ = ravel_pytree(trainable(traj.model)[0])
+    theta_final = flat_vector(trainable(traj.model)[0])
     distance, cosine_distance = parameter_distances(theta_final, run.theta0)
     return {"param_distance": distance, "param_cosine_distance": cosine_distance}
 
@@ -60,7 +60,7 @@ def _alignment_lead(run, traj, item) -> dict:
 
 
 def _param_distance_path(view, item) -> dict:
-    theta, _ = ravel_pytree(trainable(view.model)[0])
+    theta = flat_vector(trainable(view.model)[0])
     distance, cosine_distance = parameter_distances(theta, view.run.theta0)
     return {"param_distance_t": distance, "param_cosine_distance_t": cosine_distance}
 

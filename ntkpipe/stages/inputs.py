@@ -14,14 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import equinox as eqx
-import numpy as np
 import xarray as xr
-from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import Dataset, eigenvector_sign_targets, load_dataset, output_count
 from ntkpipe.lang.schema import DataSpec, RunSpec
 from ntkpipe.measure.context import RunContext
 from ntkpipe.models import Linearized, build_model, stored
+from ntkpipe.models.flat import from_flat_vector
 from ntkpipe.store import read_store
 
 REFERENCES: dict[str, tuple[str, ...]] = {
@@ -64,6 +63,4 @@ def run_context(spec: RunSpec, stage_paths: dict[str, Path]) -> RunContext:
 def origin_network(network, pretrain: xr.Dataset, epochs: int):
     """``network`` with the parameters (and state) a pretrain stage stored after ``epochs`` epochs."""
     arrays, rest = stored(network)
-    flat, unravel = ravel_pytree(arrays)
-    theta = pretrain["params"].sel(epoch=epochs).values.astype(np.asarray(flat).dtype)
-    return eqx.combine(unravel(theta), rest)  # pyright: ignore[reportArgumentType]  # jax: unravel takes NumPy too
+    return eqx.combine(from_flat_vector(arrays, pretrain["params"].sel(epoch=epochs).values), rest)

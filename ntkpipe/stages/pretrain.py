@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
-from jax.flatten_util import ravel_pytree
 
 from ntkpipe.data import output_count
 from ntkpipe.lang.schema import CheckpointSpec, RunSpec
 from ntkpipe.measure.context import ModelView, RunContext
 from ntkpipe.measure.outputs import train_loss
 from ntkpipe.models import build_model, learning_rate_scale, run_keys, stored
+from ntkpipe.models.flat import flat_vector
 from ntkpipe.stages.inputs import read_stages, run_data
 from ntkpipe.stages.job import StageJob
 from ntkpipe.stages.kind import StageKind
@@ -36,8 +36,7 @@ def pretrain(job: StageJob, out: str | Path) -> Path:
                                                                               count=spec.train.epochs)})
 
     def measure(model, index: int, last: bool) -> dict:
-        theta, _ = ravel_pytree(stored(model)[0])
-        return {**train_loss(ModelView(model, run), None), "params": np.asarray(theta)}
+        return {**train_loss(ModelView(model, run), None), "params": flat_vector(stored(model)[0])}
 
     traj = train(network, data.x_train, data.y_train, every_epoch, key=run_keys(spec.seed)[1], measure=measure,
                  label=f"pretrain {job.id[:8]}", lr_scale=learning_rate_scale(spec.model))

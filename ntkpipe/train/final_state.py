@@ -14,12 +14,11 @@ from collections.abc import Iterable
 from typing import cast
 
 import equinox as eqx
-import jax.numpy as jnp
 import numpy as np
 import xarray as xr
-from jax.flatten_util import ravel_pytree
 
 from ntkpipe.models import stored
+from ntkpipe.models.flat import flat_vector, from_flat_vector
 from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.driver import Trajectory
 
@@ -37,7 +36,7 @@ def state_variables(traj: Trajectory) -> dict[str, tuple[tuple[str, ...], np.nda
     out: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
         f"{DYNAMICS_PREFIX}{k}": ((), np.asarray(v, np.float64)) for k, v in traj.finals.items()}
     if traj.model is not None:
-        out[PARAMS] = (("parameter",), np.asarray(ravel_pytree(stored(traj.model)[0])[0]))
+        out[PARAMS] = (("parameter",), flat_vector(stored(traj.model)[0]))
     return out
 
 
@@ -45,8 +44,7 @@ def restored_model(model0: eqx.Module, params: np.ndarray, dtype) -> eqx.Module:
     """The trained model: ``model0`` cast to the training ``dtype`` as training casts it, with the
     stored arrays (trainable ones and state) of the flat vector ``params``."""
     diff, static = stored(cast_floats(model0, dtype))
-    _, unravel = ravel_pytree(diff)
-    return eqx.combine(unravel(jnp.asarray(params)), static)
+    return eqx.combine(from_flat_vector(diff, params), static)
 
 
 def stored_trajectory(store: xr.Dataset, series: set[str], model0: eqx.Module, dtype) -> Trajectory:
