@@ -76,18 +76,24 @@ def state_bytes(run: RunSpec) -> int:
 def memory_mb(run: RunSpec, examples: int) -> int:
     """Memory of a job holding the NTK Gram of ``run``'s network over ``examples`` inputs: three Grams
     (the Gram, an eigendecomposition's workspace and its vectors), a Jacobian block, the parameters
-    with their gradient and the optimizer's state, and the data."""
+    with their gradient and the optimizer's state, and the data (float64, and the training set as the
+    training program reads it: in the training dtype, its rows padded for minibatches)."""
     import numpy as np
 
     from ntkpipe.data import input_shape, output_count
+    from ntkpipe.train.minibatch_shapes import padded_rows
 
     outputs = output_count(run.data)
     params = parameter_count(run)
     gram = 3 * (examples * outputs) ** 2
     jacobian = 2 * min(examples, JACOBIAN_BLOCK) * outputs * params
-    gradient = params * np.dtype(run.train.dtype).itemsize
-    data = (run.data.n_train + run.data.n_test) * math.prod(input_shape(run.data))
-    return BASELINE_MB + math.ceil((8 * (gram + jacobian + data) + state_bytes(run) + gradient) / MIB)
+    itemsize = np.dtype(run.train.dtype).itemsize
+    gradient = params * itemsize
+    per_example = math.prod(input_shape(run.data))
+    data = (run.data.n_train + run.data.n_test) * per_example
+    rows = run.data.n_train if run.train.batch_size is None else padded_rows(run.data.n_train)
+    training = rows * (per_example + outputs) * itemsize
+    return BASELINE_MB + math.ceil((8 * (gram + jacobian + data) + training + state_bytes(run) + gradient) / MIB)
 
 
 def gram_points(run: RunSpec) -> int:

@@ -11,8 +11,9 @@ import pytest
 
 from ntkpipe.lang.schema import CheckpointSpec, TrainSpec
 from ntkpipe.models import MLP, Linearized, trainable
-from ntkpipe.train import checkpoint_steps, total_steps, train
-from ntkpipe.train.batches import batch_slots, epoch_orders, epochs_to_cover
+from ntkpipe.train import batches, checkpoint_steps, total_steps, train
+from ntkpipe.train.batches import TrainingData, TrainingSet, batch_slots, epoch_orders
+from ntkpipe.train.minibatch_shapes import epochs_to_cover, padded_rows
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((10, 3))
@@ -178,8 +179,42 @@ def test_epoch_orders_are_each_epochs_own_permutation():
 def test_last_partial_batch_wraps_to_the_epochs_start_masked():
     """n = 10, B = 4: the third batch of each epoch reads π[8], π[9], then π[0], π[1] masked out."""
     orders = np.asarray(epoch_orders(jax.random.PRNGKey(1), 10, 2))
+    data = TrainingSet(jnp.zeros(10), jnp.zeros(10), jnp.asarray(orders), jnp.asarray(0), jnp.asarray(10))
     for step, (epoch, slots) in enumerate([(0, [0, 1, 2, 3]), (0, [4, 5, 6, 7]), (0, [8, 9, 0, 1]),
                                            (1, [0, 1, 2, 3])]):
-        idx, inside = batch_slots(jnp.asarray(orders), jnp.asarray(step), 4)
+        idx, inside = batch_slots(data, jnp.asarray(step), 4)
         np.testing.assert_array_equal(idx, orders[epoch, slots])
         np.testing.assert_array_equal(inside, [True] * 4 if step != 2 else [True, True, False, False])
+
+
+def test_a_minibatch_training_set_is_padded_to_a_shared_shape():
+    """Training sets of 75 and 1,000 points (a sample-size sweep) get the same shapes, so one compiled
+    program trains both (15 epochs each); the rows past n are zeros and the orders' rows past the run's
+    epochs too."""
+    key = jax.random.PRNGKey(2)
+    small = TrainingData(np.ones((75, 3)), np.ones((75, 1)), jnp.float32, key, batch_size=64, total_steps=30)
+    large = TrainingData(np.ones((1000, 3)), np.ones((1000, 1)), jnp.float32, key, batch_size=64, total_steps=240)
+    (_, end, first), = small.pieces(0, 30)
+    (*_, other), = large.pieces(0, 240)
+    assert end == 30 and jax.tree.map(jnp.shape, first) == jax.tree.map(jnp.shape, other)
+    assert first.x.shape == (padded_rows(75), 3) == (1024, 3) and int(first.n) == 75
+    assert not np.asarray(first.x[75:]).any() and np.asarray(first.x[:75]).all()
+    assert first.orders.shape == (16, 1024)  # 30 steps of 2 batches: 15 epochs, padded to 16
+    np.testing.assert_array_equal(first.orders[:15, :75], epoch_orders(key, 75, 15))
+    assert [padded_rows(n) for n in (1, 1024, 1025, 5000)] == [1024, 1024, 2048, 8192]
+    (*_, full), = TrainingData(np.ones((75, 3)), np.ones((75, 1)), jnp.float32, key, None, 30).pieces(0, 30)
+    assert full.x.shape == (75, 3) and full.orders.shape == (0, 75)  # full batches read every row: no padding
+
+
+def test_orders_in_windows_train_the_same_numbers(monkeypatch):
+    """A run whose epoch orders do not fit one window (here 4 epochs of 1,024 rows at most) advances window
+    by window, with the orders each window draws, to the same parameters bit for bit as in one window."""
+    s = spec(optimizer={"name": "sgd", "lr": 0.05, "momentum": 0.9}, batch_size=4, epochs=11, dtype="float32")
+    key = jax.random.PRNGKey(4)
+    one = run(linear_model(), s, key)
+    monkeypatch.setattr(batches, "ORDERS_BYTES", 4 * 4 * 1024)
+    data = TrainingData(X, Y, jnp.float32, key, 4, 33)
+    assert data.window == 4 and [(a, b) for a, b, _ in data.pieces(5, 33)] == [(5, 12), (12, 24), (24, 33)]
+    windowed = run(linear_model(), s, key)
+    for a, b in zip(jax.tree.leaves(one.model), jax.tree.leaves(windowed.model)):
+        np.testing.assert_array_equal(a, b)

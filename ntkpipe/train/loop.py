@@ -19,7 +19,7 @@ import numpy as np
 from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
 from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
 from ntkpipe.ntk.precision import cast_floats
-from ntkpipe.train.batches import batch_slots, run_orders
+from ntkpipe.train.batches import TrainingData, TrainingSet, batch_slots
 from ntkpipe.train.driver import Run, Trajectory, drive
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
@@ -35,13 +35,13 @@ def layer_multipliers(diff, spec: OptimizerSpec, dtype):
     return treedef.unflatten([jnp.asarray(per_layer[c] if c < count else 1.0, dtype) for c in components])
 
 
-def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, orders, x, y, *,
+def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, data: TrainingSet, *,
                   loss_name, direction, schedule, batch_size):
     """n_steps optimizer steps from step0; returns (diff, opt_state, finite, state): whether the loss of
     every step and the parameters after the last are finite, and the network's state (BatchNorm
     statistics, in ``static``; empty for a stateless network) after the last, each step in train mode
-    (:func:`ntkpipe.models.forward_batch`). Minibatches follow ``orders``, the run's epoch orders
-    (:func:`ntkpipe.train.batches.epoch_orders`; unused for full-batch steps)."""
+    (:func:`ntkpipe.models.forward_batch`), on ``data`` (:meth:`ntkpipe.train.batches.TrainingData.pieces`):
+    full-batch steps read all of it, minibatches follow its window of epoch orders."""
     per_example = LOSSES[loss_name]
     net_state, static = split_state(static)
 
@@ -53,13 +53,13 @@ def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, tota
         d, s, state, finite = carry
         step = step0 + i
         if batch_size is None:
-            xb, yb, mask = x, y, jnp.ones((x.shape[0],), x.dtype)
+            xb, yb, mask = data.x, data.y, jnp.ones((data.x.shape[0],), data.x.dtype)
         else:
-            idx, inside = batch_slots(orders, step, batch_size)
-            xb, yb, mask = x[idx], y[idx], inside.astype(x.dtype)
+            idx, inside = batch_slots(data, step, batch_size)
+            xb, yb, mask = data.x[idx], data.y[idx], inside.astype(data.x.dtype)
         (loss, s), grads = jax.value_and_grad(batch_loss, has_aux=True)(d, s, xb, yb, mask)
         updates, state = direction.update(grads, state, d)
-        eta = learning_rate(schedule, lr, step, total, x.dtype)
+        eta = learning_rate(schedule, lr, step, total, data.x.dtype)
         d = jax.tree.map(lambda p, u, m: p - eta * m * u, d, updates, multipliers)
         return d, s, state, finite & jnp.isfinite(loss)
 
@@ -91,9 +91,9 @@ class NetworkStepper:
     def __init__(self, model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
                  lr_scale: float = 1.0):
         dtype = jnp.dtype(spec.dtype)
-        self.x, self.y = jnp.asarray(x_train, dtype), jnp.asarray(y_train, dtype)
-        if spec.batch_size is not None and spec.batch_size > self.x.shape[0]:
-            raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {self.x.shape[0]} training points")
+        self.x, self.y, self.dtype = x_train, y_train, dtype
+        if spec.batch_size is not None and spec.batch_size > len(x_train):
+            raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {len(x_train)} training points")
         self.diff0, self.static0 = trainable(cast_floats(model, dtype))
         self.direction = update_direction(spec.optimizer)
         self.multipliers = layer_multipliers(self.diff0, spec.optimizer, dtype)
@@ -105,16 +105,19 @@ class NetworkStepper:
 
     def init(self, steps: np.ndarray) -> NetworkState:
         self.total = jnp.asarray(int(steps[-1]))
-        self.orders = run_orders(self.key, self.x.shape[0], self.batch_size, int(steps[-1]))
+        self.data = TrainingData(self.x, self.y, self.dtype, self.key, self.batch_size, int(steps[-1]))
         # optax's Params type leaves out registered pytrees such as equinox modules (a stub gap)
         return NetworkState(self.diff0, self.direction.init(self.diff0), self.static0)  # pyright: ignore[reportArgumentType]
 
     def advance(self, state: NetworkState, done: int, target: int) -> tuple[NetworkState, np.ndarray]:
-        diff, opt_state, finite, net_state = _advance(state.diff, state.static, state.opt_state, jnp.asarray(done),
-                                                      jnp.asarray(target - done), self.lr, self.multipliers,
-                                                      self.total, self.orders, self.x, self.y, **self.options)
-        static = eqx.combine(net_state, split_state(state.static)[1])
-        return NetworkState(diff, opt_state, static), np.array([bool(finite)])
+        finite = True
+        for start, end, data in self.data.pieces(done, target):
+            diff, opt_state, ok, net_state = _advance(state.diff, state.static, state.opt_state, jnp.asarray(start),
+                                                      jnp.asarray(end - start), self.lr, self.multipliers,
+                                                      self.total, data, **self.options)
+            state = NetworkState(diff, opt_state, eqx.combine(net_state, split_state(state.static)[1]))
+            finite = finite and bool(ok)
+        return state, np.array([finite])
 
     def checkpoint(self, state: NetworkState, member: int) -> eqx.Module:
         return eqx.combine(state.diff, state.static)

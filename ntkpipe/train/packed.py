@@ -31,7 +31,7 @@ from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.precision import cast_floats
-from ntkpipe.train.batches import run_orders
+from ntkpipe.train.batches import TrainingData, TrainingSet
 from ntkpipe.train.driver import Run, Trajectory, drive
 from ntkpipe.train.loop import NetworkState, advance_steps, layer_multipliers
 from ntkpipe.train.optim import update_direction
@@ -80,15 +80,15 @@ def _pack_quantities(diffs, static, evals, names: frozenset, chunk: int):
 
 
 @eqx.filter_jit
-def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, total, orders, xs, ys, evals, *,
+def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, total, data, evals, *,
                   names: frozenset, chunk: int, **options):
     """``advance_steps`` for each member in turn, then the quantities ``names`` of the advanced
     members, in one compiled call; returns stacked (diff, opt_state, finite, quantities)."""
-    def one(diff, opt_state, lr, order, x, y):
-        return advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, order, x, y,
+    def one(diff, opt_state, lr, member_data):
+        return advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, total, member_data,
                              **options)[:3]
 
-    diffs, opt_states, finite = jax.lax.map(lambda member: one(*member), (diffs, opt_states, lrs, orders, xs, ys))
+    diffs, opt_states, finite = jax.lax.map(lambda member: one(*member), (diffs, opt_states, lrs, data))
     return diffs, opt_states, finite, _pack_quantities(diffs, static, evals, names, chunk)
 
 
@@ -175,8 +175,8 @@ class PackedStepper:
         self.members = len(models)
         self.continues = spec.optimizer.schedule == "constant"  # linear_decay's η_t depends on the total
         self.splits = True  # pieces between checkpoints run the advance without the checkpoint quantities
+        self.xs, self.ys, self.dtype = xs, ys, dtype
         self.x = jnp.stack([jnp.asarray(a, dtype) for a in xs])
-        self.y = jnp.stack([jnp.asarray(a, dtype) for a in ys])
         self.evals = (self.x, jnp.stack([jnp.asarray(a, dtype) for a in x_tests]),
                       jnp.stack([jnp.asarray(a, jnp.float64) for a in xs]))
         if spec.batch_size is not None and spec.batch_size > self.x.shape[1]:
@@ -188,7 +188,7 @@ class PackedStepper:
         # optax's Params type leaves out registered pytrees such as equinox modules (a stub gap)
         self.opt_states0 = stack([self.direction.init(d) for d, _ in parts])  # pyright: ignore[reportArgumentType]
         self.multipliers = layer_multipliers(parts[0][0], spec.optimizer, dtype)
-        self.chunk = _chunk(self.evals[2], self.y.shape[2])
+        self.chunk = _chunk(self.evals[2], np.shape(ys[0])[1])
         self.options: dict[str, Any] = dict(loss_name=spec.loss, direction=self.direction,
                                             schedule=spec.optimizer.schedule, batch_size=spec.batch_size,
                                             chunk=self.chunk)
@@ -197,8 +197,9 @@ class PackedStepper:
 
     def init(self, steps: np.ndarray) -> PackState:
         self.total = jnp.asarray(int(steps[-1]))
-        self.orders = jnp.stack([run_orders(key, self.x.shape[1], self.options["batch_size"], int(steps[-1]))
-                                 for key in self.keys])
+        self.data = [TrainingData(x, y, self.dtype, key, self.options["batch_size"], int(steps[-1]))
+                     for x, y, key in zip(self.xs, self.ys, self.keys)]
+        self.train_x, self.train_y = jnp.stack([d.x for d in self.data]), jnp.stack([d.y for d in self.data])
         self.checkpoints = {int(s) for s in steps}
         return PackState(self.diffs0, self.opt_states0, PackCheckpoint(self.diffs0, self.static, self.evals, self.chunk, {}),
                          np.zeros(len(QUANTITIES), bool))
@@ -208,9 +209,17 @@ class PackedStepper:
         # its members' states (:meth:`joined`), at the checkpoint it was joined at
         names = frozenset({q for q, on in zip(QUANTITIES, state.names) if on} or state.checkpoint.used)
         measured = names if target in self.checkpoints else frozenset()  # a piece between checkpoints
-        diffs, opt_states, finite, computed = _advance_pack(
-            state.diffs, self.static, state.opt_states, jnp.asarray(done), jnp.asarray(target - done), self.lr,
-            self.multipliers, self.total, self.orders, self.x, self.y, self.evals, names=measured, **self.options)
+        diffs, opt_states, finite, computed = state.diffs, state.opt_states, np.ones(self.members, bool), {}
+        for pieces in zip(*(d.pieces(done, target) for d in self.data)):  # the members' windows: the same steps
+            start, end = pieces[0][:2]
+            sets = [piece[2] for piece in pieces]
+            data = TrainingSet(self.train_x, self.train_y, jnp.stack([t.orders for t in sets]),
+                               jnp.stack([t.first_epoch for t in sets]), jnp.stack([t.n for t in sets]))
+            diffs, opt_states, ok, computed = _advance_pack(
+                diffs, self.static, opt_states, jnp.asarray(start), jnp.asarray(end - start), self.lr,
+                self.multipliers, self.total, data, self.evals, names=measured if end == target else frozenset(),
+                **self.options)
+            finite &= np.asarray(ok)
         checkpoint = PackCheckpoint(diffs, self.static, self.evals, self.chunk, computed)
         return PackState(diffs, opt_states, checkpoint, np.array([q in names for q in QUANTITIES])), np.asarray(finite)
 
