@@ -220,3 +220,19 @@ def test_a_tall_matrix_of_long_class_names_fits_its_figure_with_every_label():
     ax = fig.axes[0]
     assert [t.get_text() for _, t in drawn_tick_labels(ax.yaxis)] == CIFAR_CLASSES
     assert [t.get_text() for _, t in drawn_tick_labels(ax.xaxis)] == ["automobile", "deer", "frog"]
+
+
+def test_a_matrix_of_diverged_runs_says_so_across_its_panel():
+    """A matrix of final-NTK predictions (4 test points × 1 output) whose runs all diverged: its panel kept
+    the one-column image's narrow box, and the note "no finite values to draw (…)" overflowed it onto the
+    'test point' label, beside a colour bar with no values to scale. The empty panel now takes its
+    width for the note, and a figure without a finite cell has no colour bar."""
+    ds = xr.Dataset({"prediction_final_ntk": (("setting", "test_point", "output"), np.full((2, 4, 1), np.nan)),
+                     "run_id": ("setting", ["r0", "r1"]), "diverged": ("setting", [1, 1])},
+                    coords={"setting": ["base", "changed"], "test_point": np.arange(4), "output": [1]})
+    spec = MatrixFigure.model_validate({"name": "matrix_1", "kind": "matrix", "variable": "prediction_final_ntk"})
+    fig = PLOTTERS["matrix"](ds, spec, "figure 1")
+    assert figure_defects(fig) == []
+    (ax,) = fig.axes  # no colour bar
+    note = next(t.get_text() for t in ax.texts)
+    assert note.startswith("no finite values to draw") and "2 of 2 runs diverged" in note

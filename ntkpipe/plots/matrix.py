@@ -9,7 +9,8 @@ title; a panel without a finite cell says why). One panel per value of ``col``, 
 a second row of panels drawing the theory's matrix under each (e.g. the final NTK Gram over the
 training points and K∞ of silent-alignment Eq. 63, Fig. E.3b); rows and columns NaN in every panel
 (a case with fewer points in a NaN-padded union) are left out. One colour scale and colour bar for all
-panels (spanning the theory and the ``scale_with`` variables too, said in the colour bar's label).
+panels (spanning the theory and the ``scale_with`` variables too, said in the colour bar's label; none
+where no panel has a finite cell, whose empty panels then take their full width for the note).
 A small matrix (at most :data:`ANNOTATED` rows and columns) has each cell annotated with its value in
 black or white, whichever reads better on the cell's colour; a larger one is read off the colour bar.
 """
@@ -124,7 +125,10 @@ def plot_matrix(ds: xr.Dataset, spec, title: str):
             heading += [note] if (note := diverged_label(sub)) else []
             if heading:
                 ax.set_title("\n".join(heading), fontsize=10)
-            explain_empty(ax, sub)
+            if explain_empty(ax, sub):
+                ax.set_aspect("auto")  # no cells to keep in shape: the panel's width for its note
+    if not finite.size:  # no value in any panel: no colour scale to show
+        return finish_figure(fig, title)
     label = variable_label(spec.variable)
     others = ([variable_label(spec.theory)] if spec.theory else []) + [variable_label(v) for v in spec.scale_with]
     if others:
