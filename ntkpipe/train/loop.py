@@ -1,7 +1,8 @@
 """The network stepper: a network (or its linearization) trained by compiled optax steps.
 
 Between two checkpoints, ``_advance`` runs n optimizer steps inside one ``lax.fori_loop`` (n is traced,
-so one compilation serves every segment, every run with the same shapes and every σ or seed).
+so one compilation serves every segment, every run with the same shapes and every σ or seed; minibatch
+runs also share it across training-set sizes, :mod:`ntkpipe.train.batches`).
 The driver (:func:`ntkpipe.train.driver.drive`) owns the checkpoints, measurements and divergence;
 this stepper reports a non-finite loss at some step or non-finite parameters at a checkpoint.
 """
