@@ -49,7 +49,7 @@ class TrainingData:
 
     def __init__(self, x: np.ndarray, y: np.ndarray, dtype, key: Array, batch_size: int | None, total_steps: int):
         n = len(x)
-        self.key, self.n, self.batch_size = key, n, batch_size
+        self.key, self.n, self.batch_size, self._n = key, n, batch_size, jnp.asarray(n)
         if batch_size is None:
             self.x, self.y, self.window, self.per_epoch = jnp.asarray(x, dtype), jnp.asarray(y, dtype), 0, 1
             return
@@ -63,14 +63,12 @@ class TrainingData:
     def pieces(self, done: int, target: int) -> Iterator[tuple[int, int, TrainingSet]]:
         """(start, end, training set) covering steps ``done`` … ``target`` − 1, each within one window."""
         if self.batch_size is None:
-            yield done, target, TrainingSet(self.x, self.y, jnp.zeros((0, self.n), jnp.int32), jnp.asarray(0),
-                                            jnp.asarray(self.n))
+            yield done, target, TrainingSet(self.x, self.y, jnp.zeros((0, self.n), jnp.int32), jnp.asarray(0), self._n)
             return
         while done < target:
             first = (done // self.per_epoch) // self.window * self.window
             end = min(target, (first + self.window) * self.per_epoch)
-            yield done, end, TrainingSet(self.x, self.y, self._window_from(first), jnp.asarray(first),
-                                         jnp.asarray(self.n))
+            yield done, end, TrainingSet(self.x, self.y, self._window_from(first), jnp.asarray(first), self._n)
             done = end
 
     def _window_from(self, first: int) -> Array:
