@@ -11,6 +11,7 @@ from snakemake.utils import min_version
 
 from ntkpipe.compilation_cache import flush as write_compilation_cache
 from ntkpipe.errors import ConfigError, SpecError
+from ntkpipe.jobs.worker_processes import use_worker_processes
 from ntkpipe.train.stop import unwatch as unwatch_signals
 from ntkpipe.train.stop import watch as watch_signals
 from ntkpipe.workflow import build_index, check_config, check_results_writable, configure_jax, limit_blas_threads
@@ -35,6 +36,8 @@ configure_jax(RESULTS)  # planning ran no JAX computation; every job after this 
 watch_signals()
 # one BLAS thread per job where jobs run as threads of this process; a job process the CPUs it was given
 limit_blas_threads(1 if workflow.is_main_process else None)
+# figures (matplotlib holds the GIL) drawn in worker processes where jobs run as threads of this process
+use_worker_processes((workflow.resource_settings.cores or 0) if workflow.is_main_process else 0)
 
 
 wildcard_constraints:
@@ -54,11 +57,13 @@ rule all:
 
 onsuccess:
     unwatch_signals()
+    use_worker_processes(0)  # later calls in this process (an API caller's) run in their thread
     write_compilation_cache()  # the entries compiled by job threads (ntkpipe.compilation_cache)
 
 
 onerror:
     unwatch_signals()
+    use_worker_processes(0)
     write_compilation_cache()
 
 

@@ -14,7 +14,9 @@ compile events (``jax.monitoring``, recorded in the thread that compiles) to it:
 - write: a run's dataset description and zarr store (the job's time after ``seconds_job``);
 - rest: the remainder of the job (data, model init; aggregation, figures and tables entire);
 - Snakemake: the wall time outside job bodies on ``--cores`` cores, wall − Σ jobs / cores, and
-  in it the time until the first job starts (spec loading, planning, the DAG).
+  in it the time until the first job starts (spec loading, planning, the DAG);
+- process CPU: user + system seconds of the Snakemake process against ``--cores`` × wall (jobs are
+  threads of one process: Python parts of two jobs take turns holding the GIL).
 
 A job belongs to the first selected study (in name order) that plans it; runs shared by several
 studies are counted once.
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -76,8 +79,10 @@ main()
 """
 
 
-def run_main_job(results: Path, studies: list[str], cores: int, extra: list[str]) -> tuple[float, float, list[dict]]:
-    """(process start time, wall seconds, one record per job) of one ``snakemake`` into ``results``."""
+def run_main_job(results: Path, studies: list[str], cores: int,
+                 extra: list[str]) -> tuple[float, float, float, list[dict]]:
+    """(process start time, wall seconds, CPU seconds (user + system), one record per job) of one
+    ``snakemake`` into ``results``."""
     results.mkdir(parents=True)
     records = results / "jobs.jsonl"
     records.touch()
@@ -86,9 +91,12 @@ def run_main_job(results: Path, studies: list[str], cores: int, extra: list[str]
            "--config", *config, *extra]
     start = time.time()
     tic = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - tic
-    return start, wall, [json.loads(line) for line in records.read_text().splitlines()]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return start, wall, cpu, [json.loads(line) for line in records.read_text().splitlines()]
 
 
 def store_seconds(path: Path) -> dict[str, float]:
@@ -183,14 +191,15 @@ def table(title: str, rows: dict[str, dict]) -> list[str]:
     return lines
 
 
-def summary(wall: float, start: float, records: list[dict], cores: int, per_rule: dict) -> list[str]:
+def summary(wall: float, cpu: float, start: float, records: list[dict], cores: int, per_rule: dict) -> list[str]:
     summed = sum(r["wall"] for r in per_rule.values())
     compile_s = sum(r["compile"] for r in per_rule.values())
     first = min((r["start"] for r in records), default=start) - start
     return [f"wall {wall:.1f} s on {cores} cores; Σ job seconds {summed:.1f} s "
             f"(compile {compile_s:.1f} s = {compile_s / max(summed, 1e-9):.0%} of it)",
             f"Snakemake and idle cores: wall − Σ jobs / cores = {wall - summed / cores:.1f} s "
-            f"({(wall - summed / cores) / wall:.0%} of the wall); until the first job started: {first:.1f} s"]
+            f"({(wall - summed / cores) / wall:.0%} of the wall); until the first job started: {first:.1f} s",
+            f"process CPU (user + system) {cpu:.1f} s = {cpu / (cores * wall):.0%} of {cores} cores × wall"]
 
 
 def refresh_readme(text: str) -> None:
@@ -223,12 +232,12 @@ def main() -> None:
         results = args.keep.resolve() if args.keep else Path(tmp) / "results"
         if results.exists():
             parser.error(f"--keep {args.keep}: exists; name a new directory")
-        start, wall, records = run_main_job(results, args.studies, args.cores, args.snakemake_args)
+        start, wall, cpu, records = run_main_job(results, args.studies, args.cores, args.snakemake_args)
         per_study, per_rule = breakdown(results, records, args.studies)
     load = os.getloadavg()
     lines = [f"`python benchmarks/main_job.py {' '.join(sys.argv[1:])}` "
              f"({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average at the end {load[0]:.1f}):", "",
-             *summary(wall, start, records, args.cores, per_rule), "", *table("study", per_study), "",
+             *summary(wall, cpu, start, records, args.cores, per_rule), "", *table("study", per_study), "",
              *table("rule", per_rule)]
     print("\n".join(lines))
     if args.readme:

@@ -16,6 +16,10 @@ class SpecError(NtkpipeError, ValueError):
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{self.path}: {len(self.problems)} problem(s) in the study spec:\n{lines}")
 
+    def __reduce__(self):
+        """Pickled as its path and problems (a job in a worker process sends its errors back)."""
+        return type(self), (self.path, self.problems)
+
 
 class ConfigError(NtkpipeError, ValueError):
     """A setting outside the spec (a Snakemake ``--config`` value, an environment variable, the

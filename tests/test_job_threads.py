@@ -12,12 +12,14 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from ntkpipe.jobs.plot import MATPLOTLIB_LOCK, plot_figure
+from ntkpipe.jobs.worker_processes import use_worker_processes
 from ntkpipe.workflow import BLAS_THREADS_ENV, limit_blas_threads
 
 
 def test_figures_of_concurrent_plot_jobs_are_drawn_one_at_a_time(tmp_path):
     """Two figures drawn at once failed the main job with a spurious mathtext ParseException: a plot
-    job waits while another holds matplotlib."""
+    job waits while another holds matplotlib (drawn in this process: no worker processes)."""
+    use_worker_processes(0)
     failures = []
 
     def job():

@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 from ntkpipe.errors import SpecError
 from ntkpipe.jobs.aggregate import aggregate_study
 from ntkpipe.jobs.plot import draw_figure, plot_figure
+from ntkpipe.jobs.worker_processes import use_worker_processes
 from ntkpipe.labels import coordinate_names
 from ntkpipe.lang.schema import FigureSpec, MatrixFigure, StudySpec
 from ntkpipe.lang.titles import figure_title
@@ -580,7 +581,8 @@ def test_outputs_and_targets_of_classes_are_named_by_their_class(tmp_path):
     """Digits 3, 5, 8 (one-hot: output and target c stand for the c-th kept class) are shown as
     digit 3, digit 5, digit 8 -- in the legend of one output's targets (where: {output: 2} leaves
     the other outputs out of the dataset) and on the matrix's ticks --, the Gaussian mixture's
-    clusters as numbers (target = 1, …), and a panel mixing both as numbers."""
+    clusters as numbers (target = 1, …), and a panel mixing both as numbers. The PNGs drawn in worker
+    processes are those drawn in the job's thread, byte for byte."""
     plan, _ = run_study_jobs(CLASSES, tmp_path)
     ds = read_store(aggregate_study(plan, plan.dataset_path))
     ids = dict(zip(ds["task"].values.tolist(), ds["run_id"].values.tolist()))
@@ -599,6 +601,14 @@ def test_outputs_and_targets_of_classes_are_named_by_their_class(tmp_path):
     assert figure_defects(fig) == []
     assert coordinate_names(ds, "target", [1, 2, 3]) is None  # both tasks' runs: no common names
     assert coordinate_names(ds.sel(task="digits"), "output", [3]) == ["digit 8"]
+    here = {f.name: plot_figure(plan, f.name, tmp_path / "here" / f"{f.name}.png").read_bytes()
+            for f in plan.study.spec.figures}
+    use_worker_processes(2)  # as a Snakemake process that runs jobs as threads: figures in workers
+    try:
+        assert {f.name: plot_figure(plan, f.name, tmp_path / "workers" / f"{f.name}.png").read_bytes()
+                for f in plan.study.spec.figures} == here
+    finally:
+        use_worker_processes(0)
 
 
 # --- one legend for facets; numbers on log axes and in labels -------------------------------------

@@ -24,6 +24,7 @@ from ntkpipe.data.dataset import output_classes
 from ntkpipe.jobs.describe import describe, provenance
 from ntkpipe.jobs.residuals import theory_residuals
 from ntkpipe.jobs.run_dataset import run_dataset, without_attrs
+from ntkpipe.jobs.worker_processes import worker_job
 from ntkpipe.labels import CLASS
 from ntkpipe.layout import RUN, axis_order, index_runs, is_full_grid
 from ntkpipe.measure.registry import REGISTRY
@@ -33,6 +34,7 @@ from ntkpipe.summaries import SUMMARY_KINDS, summary_options
 from ntkpipe.verdicts.evaluate import claims_dataset, verdicts
 
 
+@worker_job
 def aggregate_study(plan: StudyPlan, out: str | Path) -> Path:
     """Merge the run stores of ``plan`` into ``out``, with its summaries, theory residuals and the verdicts
     of its claims (``claim_<name>_measured``, ``_expected``, ``_pass``)."""

@@ -7,12 +7,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ntkpipe.jobs.worker_processes import worker_job
 from ntkpipe.layout import open_dataset
 from ntkpipe.study.plan import StudyPlan
 from ntkpipe.verdicts.evaluate import claims_table, verdicts
 from ntkpipe.verdicts.render import tally, terminal_lines
 
 
+@worker_job
 def study_claims(plan: StudyPlan, table: str | Path) -> Path:
     """Check ``plan``'s claims against its dataset; write ``table`` (CSV, one row per claim)."""
     rows = verdicts(plan.tag, plan.study.spec.claims, open_dataset(plan.dataset_path).load(),

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ntkpipe.jobs.worker_processes import worker_job
 from ntkpipe.study.plan import StudyPlan
 
 
+@worker_job
 def study_index_file(plan: StudyPlan, out: str | Path) -> Path:
     """Write the index of ``plan``'s figures (as saved) and table to ``out``."""
     from ntkpipe.report import study_index

@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ntkpipe.jobs.worker_processes import worker_job
 from ntkpipe.lang.titles import figure_title
 from ntkpipe.layout import open_dataset
 from ntkpipe.study.plan import StudyPlan
@@ -20,9 +21,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 MATPLOTLIB_LOCK = threading.Lock()
-"""Matplotlib is not thread-safe (its text layout and mathtext parser keep shared state): the plot jobs
-of one Snakemake process (``profiles/default`` runs jobs as threads) draw their figures one at a time.
-Two drawn at once failed the main job with a spurious mathtext ``ParseException`` on a valid title."""
+"""Matplotlib is not thread-safe (its text layout and mathtext parser keep shared state): the figures
+drawn in threads of one process are drawn one at a time. Two drawn at once failed the main job with a
+spurious mathtext ``ParseException`` on a valid title."""
 
 
 def draw_figure(plan: StudyPlan, name: str) -> Figure:
@@ -49,9 +50,11 @@ def _loaded(path: str, _directory: tuple[int, ...]) -> xr.Dataset:
     return open_dataset(path).load()
 
 
+@worker_job
 def plot_figure(plan: StudyPlan, name: str, out: str | Path) -> Path:
     """Draw figure ``name`` of ``plan`` into ``out`` (PNG); its defects (``plots.checks``) are
-    reported on stderr, not raised: a figure with a clipped label is still worth having."""
+    reported on stderr, not raised: a figure with a clipped label is still worth having. In a worker
+    process where the workflow runs its jobs as threads (:mod:`ntkpipe.jobs.worker_processes`)."""
     from ntkpipe.plots.checks import draw, figure_defects
     from ntkpipe.plots.style import save
     from ntkpipe.report import figure_metadata

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ntkpipe.jobs.worker_processes import worker_job
 from ntkpipe.lang.axes import dimension
 from ntkpipe.layout import RUN, final_value
 from ntkpipe.store import read_store
@@ -79,12 +80,14 @@ def _distinct(values: pd.Series) -> str:
     return " / ".join(dict.fromkeys(str(v) for v in values if isinstance(v, str) and v))
 
 
+@worker_job
 def study_table(plan: StudyPlan, out: str | Path) -> Path:
     """Write :func:`summary_table` of ``plan``'s dataset to ``out`` (CSV, 4 significant digits)."""
     summary_table(plan).to_csv(out, float_format="%.4g")
     return Path(out)
 
 
+@worker_job
 def phase_table_file(plan: StudyPlan, out: str | Path) -> Path:
     """Write the phase table of ``plan``'s dataset (:func:`ntkpipe.summaries.phases.phase_table`: one row
     per group of each measured_phase summary, e.g. task × scaling, every row) to ``out`` (CSV)."""
