@@ -77,13 +77,17 @@ def test_a_worker_job_runs_in_a_worker_where_there_are_some_and_here_otherwise(t
     assert worker_pid(1) == os.getpid() + 1
 
 
+def kill_this_process() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def test_a_killed_worker_fails_its_job_and_the_next_job_gets_a_new_one(two_workers):
-    worker = in_worker_process(os.getpid)
+    workers = {in_worker_process(os.getpid) for _ in range(4)}
     with pytest.raises(WorkerJobError, match="ended abruptly .* run the workflow again") as caught:
-        in_worker_process(os.kill, worker, signal.SIGKILL)  # the worker kills itself mid-job
+        in_worker_process(kill_this_process)  # the worker is killed mid-job
     assert isinstance(caught.value.__cause__, BrokenProcessPool)
     assert in_worker_process(divmod, 7, 2) == (3, 1)
-    assert in_worker_process(os.getpid) not in (worker, os.getpid())
+    assert in_worker_process(os.getpid) not in workers | {os.getpid()}
 
 
 def test_a_worker_killed_between_jobs_is_replaced(two_workers):
