@@ -36,7 +36,7 @@ configure_jax(RESULTS)  # planning ran no JAX computation; every job after this 
 watch_signals()
 # one BLAS thread per job where jobs run as threads of this process; a job process the CPUs it was given
 limit_blas_threads(1 if workflow.is_main_process else None)
-# figures (matplotlib holds the GIL) drawn in worker processes where jobs run as threads of this process
+# figures, aggregation, claims and tables (they hold the GIL) in worker processes where jobs are threads
 use_worker_processes((workflow.resource_settings.cores or 0) if workflow.is_main_process else 0)
 
 
