@@ -21,9 +21,10 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-import equinox as eqx
 import jax
 import jax.core
+
+from ntkpipe.filter_jit import filter_jit
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -33,12 +34,12 @@ MEASUREMENT = {"xla_cpu_use_fusion_emitters": False}
 
 
 def measurement_jit(fn: Callable[P, T]) -> Callable[P, T]:
-    """``fn`` as ``eqx.filter_jit`` compiles it (array leaves traced, every other leaf static), with
-    the :data:`MEASUREMENT` options where it is a program of its own. Called inside ``jax.jit`` or
+    """``fn`` as :func:`~ntkpipe.filter_jit.filter_jit` compiles it (array leaves traced, every other
+    leaf static), with the :data:`MEASUREMENT` options where it is a program of its own. Called inside ``jax.jit`` or
     ``jax.vmap`` (on tracers, or on arrays the enclosing function closes over) it is part of the
     enclosing program, whose options hold: JAX takes compile options only at the top level."""
-    own = eqx.filter_jit(fn, compiler_options=MEASUREMENT)  # pyright: ignore[reportCallIssue]  # jax.jit's keywords: accepted, not in equinox's overloads
-    nested = eqx.filter_jit(fn)
+    own = filter_jit(fn, compiler_options=MEASUREMENT)
+    nested = filter_jit(fn)
 
     @functools.wraps(fn)
     def call(*args: P.args, **kwargs: P.kwargs) -> T:

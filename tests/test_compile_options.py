@@ -1,15 +1,15 @@
 """Measurement programs compile with XLA:CPU's loop emitters (``ntkpipe.compile_options``): the same
-programs as ``eqx.filter_jit`` builds (arrays traced, other leaves static), numbers equal to the
+programs as ``ntkpipe.filter_jit`` builds (arrays traced, other leaves static), numbers equal to the
 fusion emitters' to float rounding, and inside an enclosing program they are part of it."""
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ntkpipe.compile_options import MEASUREMENT, measurement_jit
+from ntkpipe.filter_jit import filter_jit
 from ntkpipe.models.mlp import MLP
 from ntkpipe.ntk import empirical_ntk
 
@@ -38,7 +38,7 @@ def test_a_measurement_agrees_with_the_default_program_to_rounding():
         return jax.vmap(model)(x)
 
     measured = np.asarray(measurement_jit(outputs)(net, x))
-    default = np.asarray(eqx.filter_jit(outputs)(net, x))
+    default = np.asarray(filter_jit(outputs)(net, x))
     np.testing.assert_allclose(measured, default, rtol=1e-5, atol=1e-6)
     assert np.abs(default).max() > 0.1
 

@@ -124,7 +124,7 @@ class ModelView(CheckpointView):
 
     def gram_subset(self, n: int) -> np.ndarray:
         """(n·C, n·C) float64 NTK Gram on the first ``n`` training inputs."""
-        return np.asarray(flatten_gram(self.kernel_subset(n)))
+        return flatten_gram(self.kernel_subset(n))
 
     @cached_property
     def f_train(self) -> np.ndarray:
@@ -137,7 +137,7 @@ class ModelView(CheckpointView):
     @cached_property
     def gram_train(self) -> np.ndarray:
         """(P·C, P·C) float64 NTK Gram on the training inputs."""
-        return np.asarray(flatten_gram(empirical_ntk(self.model, self.run.data.x_train)))
+        return flatten_gram(np.asarray(empirical_ntk(self.model, self.run.data.x_train)))
 
 
 class PackedView(ModelView):

@@ -204,8 +204,8 @@ def kernel_predictions(
     out: dict[str, Any] = {"prediction_network": network}
     fits = {}
     for tag, model in (("final", model_final), ("init", model_init)):
-        gram = np.asarray(flatten_gram(empirical_ntk(model, x_train)))
-        gram_star = np.asarray(flatten_gram(empirical_ntk(model, x_test, x_train)))
+        gram = flatten_gram(np.asarray(empirical_ntk(model, x_train)))
+        gram_star = flatten_gram(np.asarray(empirical_ntk(model, x_test, x_train)))
         fits[tag] = kernel_regression(gram, gram_star, y, ridge=ridge, rcond=rcond)
         out[f"prediction_{tag}_ntk"] = fits[tag].predictions
     for tag in ("final", "init"):

@@ -52,33 +52,34 @@ class TrainingData:
         self.key, self.n, self.batch_size, self._n = key, n, batch_size, jnp.asarray(n)
         if batch_size is None:
             self.x, self.y, self.window, self.per_epoch = jnp.asarray(x, dtype), jnp.asarray(y, dtype), 0, 1
+            self._full = TrainingSet(self.x, self.y, jnp.zeros((0, n), jnp.int32), jnp.asarray(0), self._n)
             return
         rows = padded_rows(n)
         self.x, self.y = jnp.asarray(_padded(x, rows), dtype), jnp.asarray(_padded(y, rows), dtype)
         self.per_epoch = -(-n // batch_size)
         fits = max(1, ORDERS_BYTES // (4 * rows))
         self.window = min(padded_epochs(epochs_to_cover(total_steps, n, batch_size)), 1 << (fits.bit_length() - 1))
-        self._orders: tuple[int, Array] | None = None
+        self._current_window: tuple[int, TrainingSet] | None = None
 
     def pieces(self, done: int, target: int) -> Iterator[tuple[int, int, TrainingSet]]:
         """(start, end, training set) covering steps ``done`` … ``target`` − 1, each within one window."""
         if self.batch_size is None:
-            yield done, target, TrainingSet(self.x, self.y, jnp.zeros((0, self.n), jnp.int32), jnp.asarray(0), self._n)
+            yield done, target, self._full
             return
         while done < target:
             first = (done // self.per_epoch) // self.window * self.window
             end = min(target, (first + self.window) * self.per_epoch)
-            yield done, end, TrainingSet(self.x, self.y, self._window_from(first), jnp.asarray(first), self._n)
+            yield done, end, self._window_from(first)
             done = end
 
-    def _window_from(self, first: int) -> Array:
-        """The orders of epochs ``first`` … ``first`` + W − 1, padded to the training set's rows (kept
-        until another window is asked for)."""
-        if self._orders is None or self._orders[0] != first:
+    def _window_from(self, first: int) -> TrainingSet:
+        """The training set with the orders of epochs ``first`` … ``first`` + W − 1, padded to its rows
+        (kept until another window is asked for)."""
+        if self._current_window is None or self._current_window[0] != first:
             table = np.zeros((self.window, len(self.x)), np.int32)
             table[:, : self.n] = np.asarray(epoch_orders(self.key, self.n, self.window, first))
-            self._orders = first, jnp.asarray(table)
-        return self._orders[1]
+            self._current_window = first, TrainingSet(self.x, self.y, jnp.asarray(table), jnp.asarray(first), self._n)
+        return self._current_window[1]
 
 
 def _padded(a: np.ndarray, rows: int) -> np.ndarray:

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkpipe.filter_jit import filter_jit
 from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
 from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
 from ntkpipe.ntk.precision import cast_floats
@@ -70,7 +71,7 @@ def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, tota
     return diff, opt_state, finite, net_state
 
 
-_advance = eqx.filter_jit(advance_steps)
+_advance = filter_jit(advance_steps)
 
 
 class NetworkState(NamedTuple):
@@ -96,6 +97,7 @@ class NetworkStepper:
         if spec.batch_size is not None and spec.batch_size > len(x_train):
             raise ValueError(f"train.batch_size {spec.batch_size} exceeds the {len(x_train)} training points")
         self.diff0, self.static0 = trainable(cast_floats(model, dtype))
+        self.fixed = split_state(self.static0)[1]  # the static part that training never changes
         self.direction = update_direction(spec.optimizer)
         self.multipliers = layer_multipliers(self.diff0, spec.optimizer, dtype)
         self.lr = jnp.asarray(spec.optimizer.lr * lr_scale)
@@ -116,7 +118,7 @@ class NetworkStepper:
             diff, opt_state, ok, net_state = _advance(state.diff, state.static, state.opt_state, jnp.asarray(start),
                                                       jnp.asarray(end - start), self.lr, self.multipliers,
                                                       self.total, data, **self.options)
-            state = NetworkState(diff, opt_state, eqx.combine(net_state, split_state(state.static)[1]))
+            state = NetworkState(diff, opt_state, eqx.combine(net_state, self.fixed))
             finite = finite and bool(ok)
         return state, np.array([finite])
 

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkpipe.compile_options import measurement_jit
+from ntkpipe.filter_jit import filter_jit
 from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
@@ -79,7 +80,7 @@ def _pack_quantities(diffs, static, evals, names: frozenset, chunk: int):
     return jax.lax.map(one, (diffs, *evals), batch_size=chunk)
 
 
-@eqx.filter_jit
+@filter_jit
 def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, total, data, evals, *,
                   names: frozenset, chunk: int, **options):
     """``advance_steps`` for each member in turn, then the quantities ``names`` of the advanced
