@@ -70,7 +70,9 @@ def filter_jit(fn: Callable[P, T], **jit_options) -> Callable[P, T]:
     """``fn`` compiled by ``jax.jit`` (with ``jit_options``, e.g. ``compiler_options``) on the array
     leaves of its arguments; a call with other non-array leaves (compared with ``==``) traces again.
     Its output may hold non-array leaves too. Called on tracers (inside ``jax.jit`` or ``jax.vmap``)
-    it is part of the enclosing program."""
+    it is part of the enclosing program. Unlike ``eqx.filter_jit``, ``fn`` itself is not an argument:
+    arrays it holds (a bound method's module, a partial's arguments) are constants of the program, so
+    wrap a module-level function and pass the arrays."""
 
     untyped: Callable[..., T] = fn  # called on the arguments merge rebuilds
 
