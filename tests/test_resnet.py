@@ -47,16 +47,17 @@ def _perturbed(net, key):
 
 
 def _brute_force_ntk(net, x) -> np.ndarray:
-    """K[i, j, c, d] = Σ_p ∂f_c(x_i)/∂θ_p ∂f_d(x_j)/∂θ_p from the explicit Jacobian of the stacked outputs."""
+    """K[i, j, c, d] = Σ_p ∂f_c(x_i)/∂θ_p ∂f_d(x_j)/∂θ_p from the explicit Jacobian of each example's
+    outputs (one example at a time: no batch coupling), compiled once for all the examples (vmap)."""
     params, rest = trainable(net)
     flat, unravel = jax.flatten_util.ravel_pytree(params)
 
-    def outputs(theta):
+    def output(theta, xi):
         model = jax.tree_util.tree_map(lambda p, r: r if p is None else p, unravel(theta), rest,
                                        is_leaf=lambda v: v is None)
-        return jnp.stack([model(xi) for xi in x])  # one example at a time: no batch coupling
+        return model(xi)
 
-    jac = np.asarray(jax.jacrev(outputs)(flat), np.float64)  # (n, C, P)
+    jac = np.asarray(jax.jit(jax.vmap(jax.jacrev(output), in_axes=(None, 0)))(flat, x), np.float64)  # (n, C, P)
     return np.einsum("icp,jdp->ijcd", jac, jac)
 
 
