@@ -12,6 +12,7 @@ from snakemake.utils import min_version
 from ntkpipe.compilation_cache import flush as write_compilation_cache
 from ntkpipe.errors import ConfigError, SpecError
 from ntkpipe.jobs.worker_processes import use_worker_processes
+from ntkpipe.scheduler_wakeups import one_pending_wakeup
 from ntkpipe.train.stop import unwatch as unwatch_signals
 from ntkpipe.train.stop import watch as watch_signals
 from ntkpipe.workflow import build_index, check_config, check_results_writable, configure_jax, limit_blas_threads
@@ -38,6 +39,8 @@ watch_signals()
 limit_blas_threads(1 if workflow.is_main_process else None)
 # figures, aggregation, claims and tables (they hold the GIL) in worker processes where jobs are threads
 use_worker_processes((workflow.resource_settings.cores or 0) if workflow.is_main_process else 0)
+# Snakemake's scheduler with one timed wake-up pending, not a new chain of them per job (ntkpipe.scheduler_wakeups)
+one_pending_wakeup()
 
 
 wildcard_constraints:

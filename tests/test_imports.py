@@ -45,7 +45,7 @@ def test_what_the_snakefile_imports_before_planning_leaves_jax_and_pydantic_alon
     Snakefile and rule files import themselves: neither JAX nor the language's pydantic models."""
     out = run_python("""
         import sys
-        import ntkpipe.compilation_cache, ntkpipe.errors, ntkpipe.jobs, ntkpipe.resources, ntkpipe.study.packs, ntkpipe.train.stop, ntkpipe.workflow
+        import ntkpipe.compilation_cache, ntkpipe.errors, ntkpipe.jobs, ntkpipe.resources, ntkpipe.scheduler_wakeups, ntkpipe.study.packs, ntkpipe.train.stop, ntkpipe.workflow
         print(sorted({m.split(".")[0] for m in sys.modules} & {"jax", "pydantic", "xarray", "zarr", "optax"}))
     """)
     assert out.split("\n")[-2] == "[]"
