@@ -18,6 +18,7 @@ pytestmark = pytest.mark.workflow
 SNAKEFILE = """\
 import threading
 import time
+from pathlib import Path
 
 from ntkpipe.scheduler_wakeups import one_pending_wakeup
 
@@ -49,7 +50,7 @@ def run(tmp_path: Path, patch: bool, jobs: int, *options: str) -> tuple[int, lis
     wrote its output."""
     directory = tmp_path / ("patched" if patch else "upstream")
     directory.mkdir()
-    (directory / "Snakefile").write_text("from pathlib import Path\n" + SNAKEFILE)
+    (directory / "Snakefile").write_text(SNAKEFILE)
     subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--quiet", "--force-use-threads", *options, "--config",
                     f"patch={int(patch)}", f"jobs={jobs}"], cwd=directory, check=True, capture_output=True)
     ends = sorted(float(p.read_text()) for p in (directory / "out").iterdir())
