@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import jax
@@ -89,6 +91,17 @@ def pytest_collection_modifyitems(config, items):
 def pytest_unconfigure(config):
     if made := getattr(config, "_ntkpipe_jax_cache", None):
         shutil.rmtree(made, ignore_errors=True)
+
+
+@contextmanager
+def warnings_as_errors():
+    """Every warning raised as an error inside the block, but the ResourceWarning of a source-cache
+    directory that Snakemake's API leaves to the garbage collector (pyproject's filterwarnings): a
+    collection inside the block may finalize one left by an earlier test of this process."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", "Implicitly cleaning up <TemporaryDirectory", ResourceWarning)
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")

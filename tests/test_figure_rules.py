@@ -6,8 +6,6 @@ given, initial values shown on log time axes, y ranges from the data."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 import xarray as xr
@@ -23,6 +21,7 @@ from ntkpipe.plots.finish import finish_figure
 from ntkpipe.plots.mathtext import as_math, math_error, raw_markup
 from ntkpipe.plots.style import new_figure
 from ntkpipe.plots.time_series import START
+from tests.conftest import warnings_as_errors
 from tests.test_plots import FIGURES
 
 
@@ -32,8 +31,7 @@ def spec_of(name: str, settings: dict):
 
 def drawn(ds: xr.Dataset, settings: dict, title: str = "a study"):
     spec = spec_of("f", settings)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no warning (e.g. a glyph mathtext lacks) while drawing
+    with warnings_as_errors():  # no warning (e.g. a glyph mathtext lacks) while drawing
         fig = PLOTTERS[spec.kind](ds, spec, title)
         draw(fig)
     return fig

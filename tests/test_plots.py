@@ -4,7 +4,6 @@ figure checks (``plots.checks``) find each defect they name and none in any figu
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -30,7 +29,7 @@ from ntkpipe.plots.mathtext import as_math
 from ntkpipe.plots.style import hue_label, new_figure, save
 from ntkpipe.store import read_store
 from ntkpipe.study.load import load_study
-from tests.conftest import run_study_jobs
+from tests.conftest import run_study_jobs, warnings_as_errors
 
 SIGMAS = [0.5, 1.0]
 
@@ -441,8 +440,7 @@ def figure_spec(name: str, settings: dict):
 
 def draw_quietly(ds: xr.Dataset, spec, title: str = "a study"):
     """The figure of ``spec``, every warning (matplotlib's, numpy's) raised as an error."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with warnings_as_errors():
         fig = PLOTTERS[spec.kind](ds, spec, title)
         draw(fig)
     return fig
@@ -547,8 +545,7 @@ def test_a_study_whose_every_run_diverged_draws_its_figures(tmp_path):
     assert all(int(store["diverged"]) for store in stores.values())
     aggregate_study(plan, plan.dataset_path)
     for figure in plan.study.spec.figures:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
+        with warnings_as_errors():
             path = plot_figure(plan, figure.name, tmp_path / f"{figure.name}.png")
         assert path.stat().st_size > 0
     fig = draw_figure(plan, "t_half")

@@ -31,7 +31,7 @@ from ntkpipe.results_dir import every_planned_store
 from ntkpipe.store import MANIFEST, OtherVersionWarning, read_store, verify_store, write_store
 from ntkpipe.study.load import load_study
 from ntkpipe.study.plan import plan_study
-from tests.conftest import REPO, run_snakemake
+from tests.conftest import REPO, run_snakemake, warnings_as_errors
 
 CONFIG = {"model": {"sigma": 0.1, "depth": 2}, "seed": 0}
 RUN_ID = content_id(CONFIG)
@@ -161,8 +161,7 @@ def test_a_store_of_another_ntkpipe_version_is_used_with_one_warning(tmp_path, m
     with pytest.warns(OtherVersionWarning) as caught:
         np.testing.assert_array_equal(read_store(path)["loss"].values, series()["loss"].values)
     assert [str(w.message) for w in caught] == [expected]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with warnings_as_errors():
         read_store(path)  # once per process and version
 
 
