@@ -1,5 +1,6 @@
 """Shared fixtures: the repository root, a Snakemake driver (Snakemake ≥ 8 Python API), an
-in-process runner of a study's training jobs, and one persistent JAX compilation cache per session."""
+in-process runner of a study's training jobs, one persistent JAX compilation cache per session, and
+XLA's backend optimizations off but in the modules that ask for them (``optimized_xla``)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 JAX_CACHE_ENV = "NTKPIPE_JAX_CACHE"
 """ntkpipe.workflow.JAX_CACHE_ENV, written out: the xdist controller sets it and imports no ntkpipe."""
 
+XLA_OPTIMIZATIONS_OFF = "JAX_DISABLE_MOST_OPTIMIZATIONS"
+"""JAX's switch for XLA's backend optimizations (``jax_disable_most_optimizations``: LLVM at level 0,
+the same HLO programs); the suite sets it to 1 unless the caller set it (``=0``: as the product compiles)."""
+
+TRUE = ("y", "yes", "t", "true", "on", "1")
+"""The values JAX reads as true in a boolean environment variable."""
+
 
 def pytest_configure(config):
     """One persistent JAX compilation cache for the session: this process, the xdist workers (they
@@ -52,6 +60,11 @@ def pytest_configure(config):
     # one BLAS thread per test process, as a workflow job gets (ntkpipe.workflow.limit_blas_threads):
     # the two xdist workers share two cores; set here, before the workers start, so they inherit it
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    # Most tests compile many small programs and run each once or twice, so XLA's backend optimizations
+    # cost more than they save: off, with the modules that train for seconds or time the product
+    # turning them back on (optimized_xla), the suite took 506 s against 601 s with them on everywhere
+    # (one 2-core host, one after the other; both passed whole: benchmarks/README.md)
+    os.environ.setdefault(XLA_OPTIMIZATIONS_OFF, "1")
     if not os.environ.get(JAX_CACHE_ENV):
         if getattr(config, "cache", None) is not None:
             os.environ[JAX_CACHE_ENV] = str(config.cache.mkdir("ntkpipe-jax"))
@@ -65,6 +78,7 @@ def pytest_configure(config):
     threadpool_limits(limits=1, user_api="blas")  # numpy's OpenBLAS, loaded before this hook
     jax.config.update("jax_compilation_cache_dir", os.environ[JAX_CACHE_ENV])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_disable_most_optimizations", os.environ[XLA_OPTIMIZATIONS_OFF].lower() in TRUE)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
@@ -108,6 +122,24 @@ def warnings_as_errors():
 def md5_cache(tmp_path_factory):
     """Keep the on-disk md5 cache of data files inside the test session."""
     os.environ["NTKPIPE_CACHE"] = str(tmp_path_factory.mktemp("ntkpipe-cache"))
+
+
+@pytest.fixture(scope="module")
+def optimized_xla():
+    """XLA's optimizations on, as the product compiles, in this process and in the processes its tests
+    start (Snakemake, jobs), for a module whose runs train for seconds or that times the product. The
+    compiled programs held in memory are dropped on the way in and out: none compiled the other way
+    is reused (the persistent cache keys programs by their compile options)."""
+    before = jax.config.read("jax_disable_most_optimizations")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(XLA_OPTIMIZATIONS_OFF, "0")
+        jax.config.update("jax_disable_most_optimizations", False)
+        jax.clear_caches()
+        try:
+            yield
+        finally:
+            jax.config.update("jax_disable_most_optimizations", before)
+            jax.clear_caches()
 
 
 @pytest.fixture(scope="session")

@@ -78,6 +78,7 @@ def test_the_estimate_of_each_shipped_study_is_within_a_factor_2_of_its_logged_s
 
 
 @pytest.mark.workflow
+@pytest.mark.usefixtures("optimized_xla")  # the estimate is of the product, which compiles optimized
 def test_the_estimate_is_within_a_factor_2_of_a_tiny_run(tmp_path):
     (tmp_path / "specs").mkdir()
     spec = tmp_path / "specs" / "tiny_cost.yaml"
@@ -97,14 +98,16 @@ def test_the_estimate_is_within_a_factor_2_of_a_tiny_run(tmp_path):
     logged = {log: re.findall(r": done in ([0-9.]+) s$", log.read_text(), re.M) for log in logs}
     assert all(logged.values()) and len(logs) == 6 + 1 + 1 + 1 + 1  # runs, aggregate, figure, table, index
     # the main job starts its worker processes (aggregation, figures, indexes: ntkpipe.jobs.worker_processes)
-    # once for its 20 studies; this run's first such job waits for one to start (a second may start too)
-    measured = sum(float(s[-1]) for log, s in logged.items() if "table" not in log.parts) - worker_start()
+    # once for its 20 studies; this run's jobs waited for one such start, or for less where the pool
+    # started beside other jobs (a start measured apart, under the other worker's load, can exceed the
+    # wait the run had: subtracting it left 1.3 s, against an estimate of 4.1 s, in one suite run)
+    logged_seconds = sum(float(s[-1]) for log, s in logged.items() if "table" not in log.parts)
     estimate = study_cost(plan_study(load_study(spec), Path(tmp_path / "results")), Constants.load()).seconds
-    # the seconds on an idle machine lie between the logged ones and the logged ones over the load (a
-    # sample of the test thread's slowdown, which the job threads of the run need not have shared):
-    # that interval meets [estimate / 2, 2 · estimate]
-    idle = (measured / float(np.median(slowdowns)), measured)
-    assert idle[0] <= 2.0 * estimate and idle[1] >= 0.5 * estimate, (estimate, measured, slowdowns)
+    # the seconds on an idle machine lie between the logged ones less a worker start over the load (a
+    # sample of the test thread's slowdown, which the job threads of the run need not have shared) and
+    # the logged ones: that interval meets [estimate / 2, 2 · estimate]
+    idle = (max(logged_seconds - worker_start(), 0.0) / float(np.median(slowdowns)), logged_seconds)
+    assert idle[0] <= 2.0 * estimate and idle[1] >= 0.5 * estimate, (estimate, idle, slowdowns)
 
 
 def worker_start() -> float:

@@ -28,6 +28,8 @@ from ntkpipe.train import driver, snapshot
 from tests.conftest import REPO
 
 train_run_module = importlib.import_module("ntkpipe.jobs.training")  # the module (the package exports the job function)
+# the runs here train for seconds (LONG: 240000 steps), and the jobs Snakemake starts compile as the product does
+pytestmark = pytest.mark.usefixtures("optimized_xla")
 
 GD = """\
 data: {source: linear_teacher, dim: 8, n_train: 16, gamma: 0.0}

@@ -25,7 +25,8 @@ import xarray as xr
 # aggregation, a figure and the summary table)
 from tests.test_workflow_processes import STUDY
 
-pytestmark = pytest.mark.slurm
+# runs through Slurm, compiled as the product compiles (tests/conftest.py turns XLA's optimizations off elsewhere)
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("optimized_xla")]
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "tests" / "cluster"
