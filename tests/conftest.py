@@ -63,7 +63,7 @@ def pytest_configure(config):
     # Most tests compile many small programs and run each once or twice, so XLA's backend optimizations
     # cost more than they save: off, with the modules that train for seconds or time the product
     # turning them back on (optimized_xla), the suite took 506 s against 601 s with them on everywhere
-    # (one 2-core host, one after the other; both passed whole: benchmarks/README.md)
+    # (one 2-core host, one run after the other: benchmarks/README.md, "The test suite's time")
     os.environ.setdefault(XLA_OPTIMIZATIONS_OFF, "1")
     if not os.environ.get(JAX_CACHE_ENV):
         if getattr(config, "cache", None) is not None:
