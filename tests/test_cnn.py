@@ -13,7 +13,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from ntkpipe.models import CNN, LENET5, MLP, ConvLayer, Linearized, trainable
-from ntkpipe.models.cnn import Conv
+from ntkpipe.models.cnn import SMALL_IMAGE_PIXELS, Conv
 from ntkpipe.ntk import NtkImplementation, choose_implementation, empirical_ntk
 from ntkpipe.ntk.cost import forward_flops, generic_costs, parameter_count
 from ntkpipe.ntk.precision import to_float64
@@ -66,11 +66,14 @@ def test_cnn_output_shapes(conv, dense, out_shape):
 
 
 # 7×8 input: k = 4, stride 3 SAME pads rows (1, 2) and columns (1, 1); k = 3, stride 2 VALID drops column 7
+# (9×8: SAME pads rows (0, 1))
 @pytest.mark.parametrize("kernel_size, stride, padding", [(4, 3, "SAME"), (3, 2, "VALID")])
-def test_conv_and_its_custom_derivative_match_lax(kernel_size, stride, padding):
+@pytest.mark.parametrize("rows", [7, 9], ids=["im2col", "lax"])  # 56 and 72 positions: SMALL_IMAGE_PIXELS
+def test_conv_and_its_custom_derivative_match_lax(kernel_size, stride, padding, rows):
     # The brute-force NTKs below differentiate through the same custom JVP, so check it against
     # JAX's own derivative of lax.conv_general_dilated, in both modes and both arguments.
-    h = images(1, (7, 8, 3), 0)[0]
+    assert (rows * 8 <= SMALL_IMAGE_PIXELS) == (rows == 7)
+    h = images(1, (rows, 8, 3), 0)[0]
     w = images(1, (kernel_size, kernel_size, 3, 4), 1)[0]
 
     def reference(h, w):
