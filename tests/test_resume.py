@@ -28,7 +28,7 @@ from ntkpipe.train import driver, snapshot
 from tests.conftest import REPO
 
 train_run_module = importlib.import_module("ntkpipe.jobs.training")  # the module (the package exports the job function)
-# the runs here train for seconds (LONG: 240000 steps), and the jobs Snakemake starts compile as the product does
+# the runs here train for seconds (LONG: 120000 steps), and the jobs Snakemake starts compile as the product does
 pytestmark = pytest.mark.usefixtures("optimized_xla")
 
 GD = """\
@@ -255,15 +255,15 @@ def test_job_process_killed_mid_training_resumes(tmp_path, name, sig):
     assert_same_stores(reference, job.path)
 
 
-# One run that trains for seconds between two checkpoints (GD in float64: bit-identical on resume).
+# One run that trains for seconds between its two checkpoints, 0 and 120000 (GD in float64: bit-identical on resume).
 LONG = """\
 data: {source: linear_teacher, dim: 16, n_train: 64, gamma: 0.0}
 model: {depth: 3, width: 64, activation: tanh, sigma: 0.8}
 train:
   optimizer: {name: gd, lr: 0.01}
   dtype: float64
-  steps: 240000
-  checkpoints: {spacing: linear, count: 2}
+  steps: 120000
+  checkpoints: {spacing: linear, count: 1}
 measure: [loss, alignment]
 """
 
@@ -311,20 +311,20 @@ def test_a_signal_to_snakemake_stops_training_in_its_job_thread_and_the_rerun_re
     deadline = time.monotonic() + 300
     while not log.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(3)  # the job compiles its step (about 1 s) and trains: its first checkpoint is 120000 steps away
+    time.sleep(3)  # the job compiles its step (about 1 s) and trains: its next checkpoint is 120000 steps away
     process.send_signal(sig)
     signalled = time.monotonic()
     text, _ = process.communicate(timeout=120)
     stopped = time.monotonic() - signalled
     assert process.returncode != 0 and not store.exists() and resume.is_file(), text[-3000:]
     name = signal.Signals(sig).name
-    said = re.search(rf"{name} at step (\d+) of 240000; its state is saved", log.read_text())
+    said = re.search(rf"{name} at step (\d+) of 120000; its state is saved", log.read_text())
     meta = snapshot.read(resume).meta
     assert said and meta["done"] == int(said.group(1)) and meta["index"] == 1, text[-3000:]
     assert 0 < meta["done"] < 120000 and stopped < 30, (meta["done"], stopped)  # between checkpoints 0 and 120000
     rerun = snakemake_run(tmp_path)
     text, _ = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, text[-3000:]
-    assert f"resuming run {job.id} at step {meta['done']} of 240000" in text and not resume.exists()
+    assert f"resuming run {job.id} at step {meta['done']} of 120000" in text and not resume.exists()
     assert_same_stores(reference, store)
-    assert read_store(store).attrs["steps_trained"] == 240000
+    assert read_store(store).attrs["steps_trained"] == 120000
