@@ -138,8 +138,11 @@ def _conv(
 
 
 def _im2col_product(patches: Float[Array, "Y X kk in"], w: Float[Array, "k k in out"]) -> Float[Array, "Y X out"]:
-    """P·W: ``Σ_{p,c} P[y, x, p, c] W[p, c, o]`` with W's k×k positions flattened to p = i·k + j."""
-    return jnp.einsum("yxpc,pco->yxo", patches, w.reshape(-1, *w.shape[2:]))
+    """P·W: ``Σ_{p,c} P[y, x, p, c] W[p, c, o]`` with W's k×k positions flattened to p = i·k + j, as one
+    (Y·X × k²·C_in)·(k²·C_in × C_out) product (XLA compiles it faster than the 4-index contraction)."""
+    rows, cols, taps, channels = patches.shape
+    product = patches.reshape(rows * cols, taps * channels) @ w.reshape(taps * channels, w.shape[-1])
+    return product.reshape(rows, cols, w.shape[-1])
 
 
 def _conv_jvp(stride, padding, primals, tangents):
