@@ -1,17 +1,21 @@
 """Measurement programs compile with XLA:CPU's loop emitters (``ntkpipe.compile_options``): the same
 programs as ``ntkpipe.filter_jit`` builds (arrays traced, other leaves static), numbers equal to the
-fusion emitters' to float rounding, and inside an enclosing program they are part of it."""
+fusion emitters' to float rounding, and inside an enclosing program they are part of it. On other
+backends, which refuse XLA:CPU's options, they compile without them."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
+from ntkpipe import compile_options
 from ntkpipe.compile_options import MEASUREMENT, measurement_jit
 from ntkpipe.filter_jit import filter_jit
 from ntkpipe.models.mlp import MLP
-from ntkpipe.ntk import empirical_ntk
+from ntkpipe.ntk import blocking, empirical_ntk
+from ntkpipe.ntk.blocking import assemble_gram
 
 
 def test_arrays_are_traced_and_other_leaves_static():
@@ -44,7 +48,10 @@ def test_a_measurement_agrees_with_the_default_program_to_rounding():
 
 
 def test_the_options_name_a_field_xla_reads():
-    """An option XLA does not know fails the compile; these compile."""
+    """An option XLA does not know fails the compile; these compile (XLA:CPU's: other backends refuse
+    them, test_other_backends_compile_measurements_without_the_cpu_options)."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("XLA:CPU's options, and the default backend is another")
     compiled = jax.jit(lambda x: jnp.tanh(x) * 2.0).lower(jnp.ones(4)).compile(compiler_options=MEASUREMENT)
     np.testing.assert_allclose(compiled(jnp.ones(4)), 2.0 * np.tanh(1.0), rtol=1e-6)
 
@@ -67,3 +74,30 @@ def test_an_ntk_of_closed_over_arrays_inside_jit():
     with jax.enable_x64(True):
         inside = np.asarray(jax.jit(lambda: empirical_ntk(net, x))())
         np.testing.assert_allclose(inside, np.asarray(empirical_ntk(net, x)), rtol=1e-12, atol=1e-14)
+
+
+def test_other_backends_compile_measurements_without_the_cpu_options(monkeypatch):
+    """XLA:GPU fails a compile that names XLA:CPU's option ("No such compile option"). An option no
+    backend knows stands for it here: with XLA:CPU the default backend it is passed (and refused, by
+    whichever backend compiles), with any other a measurement and the eager Gram's block writes
+    compile without it."""
+    unknown = {"xla_no_such_option": True}
+    monkeypatch.setattr(compile_options, "MEASUREMENT", unknown)
+    monkeypatch.setattr(blocking, "MEASUREMENT", unknown)
+    blocking._write_block.cache_clear()
+    double = measurement_jit(lambda x: 2.0 * x)
+
+    def gram():
+        return assemble_gram(lambda row, col: jnp.full((2, 2), 1.0 + row + col), (4, 4), (2, 2), True, output_axes=0)
+
+    try:
+        monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+        for call in (lambda: double(jnp.ones(3)), gram):
+            with pytest.raises(jax.errors.JaxRuntimeError, match="No such compile option"):
+                call()
+        monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+        np.testing.assert_array_equal(double(jnp.ones(3)), [2.0, 2.0, 2.0])
+        expected = np.array([[1, 1, 3, 3], [1, 1, 3, 3], [3, 3, 5, 5], [3, 3, 5, 5]], np.float64)
+        np.testing.assert_array_equal(gram(), expected)
+    finally:
+        blocking._write_block.cache_clear()  # no program compiled with the unknown option outlives the test
