@@ -13,7 +13,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from ntkpipe.models import CNN, LENET5, MLP, ConvLayer, Linearized, trainable
-from ntkpipe.models.cnn import SMALL_IMAGE_PIXELS, Conv
+from ntkpipe.models.cnn import SMALL_IMAGE_PIXELS, Conv, _pool
 from ntkpipe.ntk import NtkImplementation, choose_implementation, empirical_ntk
 from ntkpipe.ntk.cost import forward_flops, generic_costs, parameter_count
 from ntkpipe.ntk.precision import to_float64
@@ -93,6 +93,17 @@ def test_conv_and_its_custom_derivative_match_lax(kernel_size, stride, padding, 
     actual, expected = values_and_jacobians(custom), values_and_jacobians(reference)
     for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
         np.testing.assert_allclose(a, e, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_pooling_is_the_windowed_reduction(pool):
+    # 7×5 input, 2×2 windows: the ragged last row and column are dropped, as lax.reduce_window's VALID
+    h = images(1, (7, 5, 3), 2)[0]
+    reduce, start = (jax.lax.max, -jnp.inf) if pool == "max" else (jax.lax.add, 0.0)
+    expected = jax.lax.reduce_window(h, start, reduce, (2, 2, 1), (2, 2, 1), "VALID") / (1 if pool == "max" else 4)
+    pooled = _pool(h, ConvLayer(3, 3, pool=pool))
+    assert pooled.shape == (3, 2, 3)
+    np.testing.assert_allclose(pooled, expected, rtol=1e-15, atol=0)
 
 
 def test_cnn_rejects_bad_layers():
