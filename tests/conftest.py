@@ -48,6 +48,12 @@ the same HLO programs); the suite sets it to 1 unless the caller set it (``=0``:
 TRUE = ("y", "yes", "t", "true", "on", "1")
 """The values JAX reads as true in a boolean environment variable."""
 
+LOOP_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
+"""XLA:CPU's loop emitters for every program of a test process (``XLA_FLAGS``), with the optimizations
+off: they compile a program in about 0.6× the time of the fusion emitters (ntkpipe's measurement
+programs use them too: ``ntkpipe.compile_options``), which most tests, compiling many small programs and
+running each once or twice, feel (the ResNet, NTK, CNN and kernel-option files: 125 → 81 s)."""
+
 
 def pytest_configure(config):
     """One persistent JAX compilation cache for the session: this process, the xdist workers (they
@@ -65,6 +71,9 @@ def pytest_configure(config):
     # turning them back on (optimized_xla), the suite took 506 s against 601 s with them on everywhere
     # (one 2-core host, one run after the other: benchmarks/README.md, "The test suite's time")
     os.environ.setdefault(XLA_OPTIMIZATIONS_OFF, "1")
+    if os.environ[XLA_OPTIMIZATIONS_OFF].lower() in TRUE and LOOP_EMITTERS not in os.environ.get("XLA_FLAGS", ""):
+        # read by XLA once per process, when JAX first starts its backend: before any test runs
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {LOOP_EMITTERS}".strip()
     if not os.environ.get(JAX_CACHE_ENV):
         if getattr(config, "cache", None) is not None:
             os.environ[JAX_CACHE_ENV] = str(config.cache.mkdir("ntkpipe-jax"))
@@ -127,12 +136,17 @@ def md5_cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def optimized_xla():
     """XLA's optimizations on, as the product compiles, in this process and in the processes its tests
-    start (Snakemake, jobs), for a module whose runs train for seconds or that times the product. The
-    compiled programs held in memory are dropped on the way in and out: none compiled the other way
-    is reused (the persistent cache keys programs by their compile options)."""
+    start (Snakemake, jobs), for a module whose runs train for seconds or that times the product; those
+    processes also compile with the product's emitters (this process keeps :data:`LOOP_EMITTERS`, which
+    XLA read when it started). The compiled programs held in memory are dropped on the way in and out:
+    none compiled the other way is reused (the persistent cache keys programs by their compile options)."""
     before = jax.config.read("jax_disable_most_optimizations")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(XLA_OPTIMIZATIONS_OFF, "0")
+        if flags := os.environ.get("XLA_FLAGS", "").replace(LOOP_EMITTERS, "").strip():
+            patch.setenv("XLA_FLAGS", flags)
+        else:
+            patch.delenv("XLA_FLAGS", raising=False)
         jax.config.update("jax_disable_most_optimizations", False)
         jax.clear_caches()
         try:

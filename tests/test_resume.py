@@ -294,6 +294,12 @@ def snakemake_run(directory: Path) -> subprocess.Popen:
         signal.signal(signal.SIGINT, previous)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, all its threads (Linux ``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @pytest.mark.workflow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_snakemake_stops_training_in_its_job_thread_and_the_rerun_resumes(tmp_path, long_reference, sig):
@@ -311,7 +317,11 @@ def test_a_signal_to_snakemake_stops_training_in_its_job_thread_and_the_rerun_re
     deadline = time.monotonic() + 300
     while not log.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(3)  # the job compiles its step (about 1 s) and trains: its next checkpoint is 120000 steps away
+    # the job compiles its step (about 1 s of CPU) and trains: its next checkpoint is 120000 steps away; waited
+    # for in the process's CPU seconds, which a machine loaded by other tests does not stretch as it does wall time
+    started = cpu_seconds(process.pid)
+    while cpu_seconds(process.pid) - started < 3 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
     process.send_signal(sig)
     signalled = time.monotonic()
     text, _ = process.communicate(timeout=120)
