@@ -4,6 +4,7 @@ validation of their options, and a tiny study of each through the train job."""
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,15 +36,27 @@ SHAPE = (8, 8, 3)
 def _network(options: dict, norm: str, parameterization: str = "standard", out_size: int = 2, dtype=jnp.float64):
     spec = MODEL_SPEC.validate_python({**options, "norm": norm, "parameterization": parameterization, "bias": True})
     net = build_model(spec, SHAPE, out_size, seed=3)
-    return spec, jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, net)
+    return spec, _cast(net, jnp.dtype(dtype))
 
 
+@eqx.filter_jit  # one program per network, not one eager cast per weight shape
+def _cast(net, dtype):
+    return jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, net)
+
+
+@eqx.filter_jit  # one program per network, not a random draw and three eager operations per weight shape
 def _perturbed(net, key):
     """Every array of ``net`` (weights, BatchNorm scales, offsets and running statistics) moved randomly,
     so that no BatchNorm is the identity and every bias matters."""
     leaves, treedef = jax.tree.flatten(net)
     keys = jax.random.split(key, len(leaves))
     return treedef.unflatten([a + 0.3 * jnp.abs(jax.random.normal(k, a.shape, a.dtype)) for a, k in zip(leaves, keys)])
+
+
+@eqx.filter_jit  # one program per network and batch size, not one eager operation per layer
+def _outputs(net, x):
+    """The network's outputs on each example of ``x`` (inference mode)."""
+    return jax.vmap(net)(x)
 
 
 def _brute_force_ntk(net, x) -> np.ndarray:
@@ -85,7 +98,7 @@ def test_kernels_are_per_example_in_inference_mode(options):
     x = jax.random.normal(jax.random.PRNGKey(5), (5, *SHAPE), jnp.float64)
     alone = np.asarray(empirical_ntk(net, x[:2]))
     np.testing.assert_allclose(np.asarray(empirical_ntk(net, x))[:2, :2], alone, rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(jax.vmap(net)(x))[:2], np.asarray(jax.vmap(net)(x[:2])), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(_outputs(net, x))[:2], np.asarray(_outputs(net, x[:2])), rtol=1e-12)
 
 
 @pytest.mark.parametrize("options", [RESNET, WRN, {**RESNET, "blocks": [2, 2, 2, 2]}],
@@ -104,7 +117,7 @@ def test_layer_names_follow_the_layers_in_forward_order(options):
 def test_parameterizations_give_the_same_function_at_init():
     x = jax.random.normal(jax.random.PRNGKey(0), (3, *SHAPE), jnp.float64)
     for options in (RESNET, WRN):
-        outputs = [np.asarray(jax.vmap(_network(options, "batch", p)[1])(x)) for p in ("standard", "ntk")]
+        outputs = [np.asarray(_outputs(_network(options, "batch", p)[1], x)) for p in ("standard", "ntk")]
         np.testing.assert_allclose(*outputs, rtol=1e-6)  # float32 init: W·σ/√n vs W then σ/√n
 
 
@@ -136,7 +149,7 @@ def test_training_updates_batch_statistics_and_lowers_the_loss(options):
     # the run store keeps the statistics with the parameters: the restored network is the trained one
     (_, params), = [v for k, v in state_variables(trajectory).items() if k == PARAMS]
     restored = restored_model(net, params, jnp.float32)
-    np.testing.assert_array_equal(np.asarray(jax.vmap(restored)(jnp.asarray(x))), np.asarray(jax.vmap(after)(jnp.asarray(x))))
+    np.testing.assert_array_equal(np.asarray(_outputs(restored, jnp.asarray(x))), np.asarray(_outputs(after, jnp.asarray(x))))
 
 
 def test_the_batch_statistics_are_those_of_the_real_examples():
@@ -162,7 +175,7 @@ def test_a_linearized_resnet_keeps_its_batch_statistics():
     x = jax.random.normal(jax.random.PRNGKey(9), (3, *SHAPE), jnp.float64)
     f, same = forward_batch(lin, x, jnp.ones(3))
     assert same is lin
-    np.testing.assert_allclose(np.asarray(f), np.asarray(jax.vmap(lin.origin)(x)), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(f), np.asarray(_outputs(lin.origin, x)), rtol=1e-12)
     assert jax.tree.leaves(split_state(trainable(lin)[0])[0]) == []  # no statistics among the trained arrays
     assert len(jax.tree.leaves(split_state(lin)[0])) > 0
 
