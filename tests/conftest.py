@@ -1,6 +1,7 @@
 """Shared fixtures: the repository root, a Snakemake driver (Snakemake ≥ 8 Python API), an
 in-process runner of a study's training jobs, one persistent JAX compilation cache per session, and
-XLA's backend optimizations off but in the modules that ask for them (``optimized_xla``)."""
+XLA's backend optimizations off and XLA:CPU's loop emitters on but in the modules that ask for the
+product's compilation (``optimized_xla``)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ the same HLO programs); the suite sets it to 1 unless the caller set it (``=0``:
 TRUE = ("y", "yes", "t", "true", "on", "1")
 """The values JAX reads as true in a boolean environment variable."""
 
-LOOP_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
+EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters"
+LOOP_EMITTERS = f"{EMITTERS_FLAG}=false"
 """XLA:CPU's loop emitters for every program of a test process (``XLA_FLAGS``), with the optimizations
 off: they compile a program in about 0.6× the time of the fusion emitters (ntkpipe's measurement
 programs use them too: ``ntkpipe.compile_options``), which most tests, compiling many small programs and
@@ -71,8 +73,9 @@ def pytest_configure(config):
     # turning them back on (optimized_xla), the suite took 506 s against 601 s with them on everywhere
     # (one 2-core host, one run after the other: benchmarks/README.md, "The test suite's time")
     os.environ.setdefault(XLA_OPTIMIZATIONS_OFF, "1")
-    if os.environ[XLA_OPTIMIZATIONS_OFF].lower() in TRUE and LOOP_EMITTERS not in os.environ.get("XLA_FLAGS", ""):
-        # read by XLA once per process, when JAX first starts its backend: before any test runs
+    if os.environ[XLA_OPTIMIZATIONS_OFF].lower() in TRUE and EMITTERS_FLAG not in os.environ.get("XLA_FLAGS", ""):
+        # unless the caller chose the emitters; read by XLA once per process, when JAX first starts its
+        # backend: before any test runs
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {LOOP_EMITTERS}".strip()
     if not os.environ.get(JAX_CACHE_ENV):
         if getattr(config, "cache", None) is not None:
