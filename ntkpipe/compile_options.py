@@ -1,18 +1,21 @@
 """XLA compile options by kind of program (issue 23: compile time is a quarter of the main job).
 
-ntkpipe's compiled programs are of two kinds:
+On XLA:CPU, the loop emitters (:data:`LOOP_EMITTERS`) compile a program in about 0.5–0.6× the time of
+its default fusion emitters; the fusion emitters' loops run up to 1.5× faster where transcendental
+functions dominate (tanh float32), and about as fast elsewhere. ntkpipe's compiled programs are of two
+kinds:
 
+* **measurements**: the outputs, Jacobians, Grams and alignments of one model, called once per
+  checkpoint: always the loop emitters (:func:`measurement_jit`). They run as fast where a GEMM
+  dominates (the Gram: ``benchmarks/gram_vs_gemm.py``), and their numbers agree with the fusion
+  emitters' to float rounding.
 * **loops that run a whole run**: the optimizer steps between checkpoints (:mod:`ntkpipe.train.loop`,
-  :mod:`ntkpipe.train.packed`) and the ODE integrations of the theories. They keep XLA's defaults:
-  on XLA:CPU its fusion emitters make their steps up to 1.6× faster than its loop emitters
-  (tanh float32; ReLU float32 minibatch steps 1.25×), and training keeps its numbers bit for bit.
-* **measurements** (:data:`MEASUREMENT`): the outputs, Jacobians, Grams and alignments of one model,
-  called once per checkpoint. XLA:CPU's loop emitters compile them in about 0.6× the time, and they
-  run as fast where a GEMM dominates (the Gram: ``benchmarks/gram_vs_gemm.py``). Their numbers agree
-  with the fusion emitters' to float rounding.
+  a pack's in :mod:`ntkpipe.train.packed`) take the loop emitters where the run's training is short
+  (:func:`training_options`: the compile time saved exceeds what slower steps could cost), XLA's
+  defaults otherwise; the ODE integrations of the theories keep XLA's defaults.
 
 The option names a field of XLA:CPU's ``DebugOptions``; other backends refuse it (XLA:GPU fails the
-compile: "No such compile option"), so programs compiled for them take none (:func:`measurement_options`).
+compile: "No such compile option"), so programs compiled for them take none (:func:`loop_emitter_options`).
 The persistent compilation cache keys programs by their options too.
 """
 
@@ -30,27 +33,43 @@ from ntkpipe.filter_jit import filter_jit
 P = ParamSpec("P")
 T = TypeVar("T")
 
-MEASUREMENT = {"xla_cpu_use_fusion_emitters": False}
-"""``compiler_options`` of a measurement program on XLA:CPU."""
+LOOP_EMITTERS = {"xla_cpu_use_fusion_emitters": False}
+"""``compiler_options`` of a program that runs briefly, on XLA:CPU: XLA:CPU's loop emitters."""
+
+SHORT_TRAINING_FLOPS = {"mlp": 2e10, "other": 3e10}
+"""Training FLOPs (:func:`ntkpipe.train.flops.training_flops`) below which a run's training program
+compiles with the loop emitters, for MLPs and for other architectures. Measured on 2 CPU cores, one
+process, fusion and loop emitters alternating (``benchmarks/README.md``, "Short runs' training with the
+loop emitters"): the loop emitters save 0.1–0.4 s of XLA time on an MLP's step program and 1.2–1.3 s on
+LeNet-5's, and their steps take 0.74–1.22× the fusion emitters' time, 1.47× for tanh; MLPs train at
+≈ 6·10¹⁰ FLOP/s there and LeNet-5 at ≈ 1.6·10¹⁰, so below these counts (≈ 0.3 s of an MLP's training,
+≈ 2 s of LeNet-5's) even tanh's slower steps cost less than the compile time saved."""
 
 
-def measurement_options() -> dict[str, bool]:
-    """:data:`MEASUREMENT` where JAX's default backend, which compiles the program, is XLA:CPU; none elsewhere."""
-    return MEASUREMENT if jax.default_backend() == "cpu" else {}
+def loop_emitter_options() -> dict[str, bool]:
+    """:data:`LOOP_EMITTERS` where JAX's default backend, which compiles the program, is XLA:CPU; none elsewhere."""
+    return LOOP_EMITTERS if jax.default_backend() == "cpu" else {}
+
+
+def training_options(architecture: str, flops: float) -> dict[str, bool]:
+    """Compile options of the training program of a run of ``architecture`` whose training takes
+    ``flops``: :func:`loop_emitter_options` below :data:`SHORT_TRAINING_FLOPS`, XLA's defaults above."""
+    short = flops < SHORT_TRAINING_FLOPS["mlp" if architecture == "mlp" else "other"]
+    return loop_emitter_options() if short else {}
 
 
 def measurement_jit(fn: Callable[P, T]) -> Callable[P, T]:
     """``fn`` as :func:`~ntkpipe.filter_jit.filter_jit` compiles it (array leaves traced, every other
-    leaf static), with the :data:`MEASUREMENT` options where it is a program of its own on XLA:CPU.
+    leaf static), with the :data:`LOOP_EMITTERS` options where it is a program of its own on XLA:CPU.
     Called inside ``jax.jit`` or ``jax.vmap`` (on tracers, or on arrays the enclosing function closes
     over) it is part of the enclosing program, whose options hold: JAX takes compile options only at
     the top level."""
-    own = filter_jit(fn, compiler_options=MEASUREMENT)
+    own = filter_jit(fn, compiler_options=LOOP_EMITTERS)
     nested = filter_jit(fn)
 
     @functools.wraps(fn)
     def call(*args: P.args, **kwargs: P.kwargs) -> T:
-        if not measurement_options() or any(
+        if not loop_emitter_options() or any(
             isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((args, kwargs))
         ):
             return nested(*args, **kwargs)

@@ -1,7 +1,8 @@
 """Measurement programs compile with XLA:CPU's loop emitters (``ntkpipe.compile_options``): the same
 programs as ``ntkpipe.filter_jit`` builds (arrays traced, other leaves static), numbers equal to the
 fusion emitters' to float rounding, and inside an enclosing program they are part of it. On other
-backends, which refuse XLA:CPU's options, they compile without them."""
+backends, which refuse XLA:CPU's options, they compile without them. A short run's training program
+compiles with them too, by its training FLOPs, and trains to the same parameters to rounding."""
 
 from __future__ import annotations
 
@@ -11,11 +12,65 @@ import numpy as np
 import pytest
 
 from ntkpipe import compile_options
-from ntkpipe.compile_options import MEASUREMENT, measurement_jit
+from ntkpipe.compile_options import LOOP_EMITTERS, SHORT_TRAINING_FLOPS, measurement_jit
 from ntkpipe.filter_jit import filter_jit
+from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models.mlp import MLP
 from ntkpipe.ntk import blocking, empirical_ntk
 from ntkpipe.ntk.blocking import assemble_gram
+from ntkpipe.stages.inputs import run_context
+from ntkpipe.train.flops import training_flops
+from ntkpipe.train.loop import NetworkStepper, advance_program, network_stepper
+from ntkpipe.train.packed import pack_program, packed_stepper
+
+
+def teacher_run(kind="network", epochs=5, activation="tanh", seed=0, batch_size: int | None = 8) -> RunSpec:
+    """An MLP 6 → 9 → 1 with biases (P = 6·9 + 9 + 9 + 1 = 73 parameters) on 40 points, SGD in batches
+    of 8 (GD for ``batch_size=None``)."""
+    return RunSpec.model_validate({
+        "seed": seed, "data": {"source": "linear_teacher", "dim": 6, "n_train": 40, "n_test": 10},
+        "model": {"kind": kind, "depth": 2, "width": 9, "bias": True, "activation": activation},
+        "train": {"optimizer": {"name": "sgd" if batch_size else "gd", "lr": 0.05}, "batch_size": batch_size,
+                  "epochs": epochs},
+        "measure": [{"name": "loss"}]})
+
+
+def test_training_flops_are_three_passes_over_each_batch():
+    """3·(1 + linearized)·steps·B·[FP] with [FP] = 2·P: 5 epochs of 40 points in batches of 8 are
+    25 steps, full-batch 5 steps of 40; a kernel model kind trains no network."""
+    assert training_flops(teacher_run()) == 3 * 25 * 8 * 2 * 73
+    assert training_flops(teacher_run("linearized")) == 2 * 3 * 25 * 8 * 2 * 73
+    assert training_flops(teacher_run(batch_size=None)) == 3 * 5 * 40 * 2 * 73
+    assert training_flops(teacher_run("kgd", batch_size=None)) == 0.0
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU's options; elsewhere XLA's defaults")
+def test_a_short_run_trains_with_the_loop_emitters_to_the_defaults_parameters():
+    """A tanh network (the activation whose steps the loop emitters slow most) of 25 steps compiles
+    its steps with the loop emitters and trains to the parameters XLA's fusion emitters reach, to
+    float32 rounding; one whose steps pass the threshold keeps the defaults, and a pack of runs of
+    the short one's shape compiles as each of them would."""
+    spec = teacher_run()
+    assert training_flops(spec) < SHORT_TRAINING_FLOPS["mlp"]
+    run = run_context(spec, {})
+    short = network_stepper(run, {})
+    assert short.program is advance_program(frozenset(LOOP_EMITTERS.items()))
+    fusion = {"xla_cpu_use_fusion_emitters": True}  # XLA:CPU's default, named: the suite's XLA_FLAGS turn it off
+    default = NetworkStepper(run.model0, run.data.x_train, run.data.y_train, spec.train, key=short.key,
+                             compile_options=fusion)
+    steps = np.array([0, 25])
+    trained = [s.advance(s.init(steps), 0, 25)[0].diff for s in (short, default)]
+    for a, b in zip(jax.tree.leaves(trained[0]), jax.tree.leaves(trained[1])):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    moved = [np.abs(np.asarray(a) - np.asarray(b)).max() for a, b in zip(jax.tree.leaves(trained[0]),
+                                                                         jax.tree.leaves(short.diff0))]
+    assert max(moved) > 1e-3  # the steps moved the weights
+
+    epochs = int(SHORT_TRAINING_FLOPS["mlp"] / training_flops(spec) * 5) + 5
+    assert training_flops(teacher_run(epochs=epochs)) > SHORT_TRAINING_FLOPS["mlp"]
+    assert network_stepper(run_context(teacher_run(epochs=epochs), {}), {}).program is advance_program(frozenset())
+    pack = packed_stepper([run, run_context(teacher_run(seed=1), {})])
+    assert pack.program is pack_program(frozenset(LOOP_EMITTERS.items()))
 
 
 def test_arrays_are_traced_and_other_leaves_static():
@@ -52,7 +107,7 @@ def test_the_options_name_a_field_xla_reads():
     them, test_other_backends_compile_measurements_without_the_cpu_options)."""
     if jax.default_backend() != "cpu":
         pytest.skip("XLA:CPU's options, and the default backend is another")
-    compiled = jax.jit(lambda x: jnp.tanh(x) * 2.0).lower(jnp.ones(4)).compile(compiler_options=MEASUREMENT)
+    compiled = jax.jit(lambda x: jnp.tanh(x) * 2.0).lower(jnp.ones(4)).compile(compiler_options=LOOP_EMITTERS)
     np.testing.assert_allclose(compiled(jnp.ones(4)), 2.0 * np.tanh(1.0), rtol=1e-6)
 
 
@@ -82,8 +137,8 @@ def test_other_backends_compile_measurements_without_the_cpu_options(monkeypatch
     whichever backend compiles), with any other a measurement and the eager Gram's block writes
     compile without it."""
     unknown = {"xla_no_such_option": True}
-    monkeypatch.setattr(compile_options, "MEASUREMENT", unknown)
-    monkeypatch.setattr(blocking, "MEASUREMENT", unknown)
+    monkeypatch.setattr(compile_options, "LOOP_EMITTERS", unknown)
+    monkeypatch.setattr(blocking, "LOOP_EMITTERS", unknown)
     blocking._write_block.cache_clear()
     double = measurement_jit(lambda x: 2.0 * x)
 

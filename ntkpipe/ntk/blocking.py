@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Float, Int
 
-from ntkpipe.compile_options import MEASUREMENT, measurement_options
+from ntkpipe.compile_options import LOOP_EMITTERS, loop_emitter_options
 
 BlockKernel = Callable[[Int[Array, ""], Int[Array, ""]], Float[Array, "..."]]
 
@@ -56,8 +56,8 @@ def _write(
 @cache
 def _write_block(on_cpu: bool) -> Callable[..., Float[Array, "..."]]:
     """Eager :func:`_write`, its output buffer donated (written in place), compiled with the
-    measurement options on XLA:CPU (:func:`~ntkpipe.compile_options.measurement_options`)."""
-    options = MEASUREMENT if on_cpu else None
+    loop emitters on XLA:CPU (:func:`~ntkpipe.compile_options.loop_emitter_options`)."""
+    options = LOOP_EMITTERS if on_cpu else None
     return partial(jax.jit, donate_argnums=0, static_argnames=("mirror", "output_axes"), compiler_options=options)(_write)
 
 
@@ -88,7 +88,7 @@ def assemble_gram(
             row_index, col_index = jnp.asarray(row), jnp.asarray(col)
             block = block_kernel(row_index, col_index)
             traced = isinstance(block, jax.core.Tracer)  # inside jit / vmap: no buffer to donate or await
-            write = _write if traced else _write_block(bool(measurement_options()))
+            write = _write if traced else _write_block(bool(loop_emitter_options()))
             out = write(out, block, row_index, col_index, mirror=False, output_axes=output_axes)
             if symmetric and col > row:
                 out = write(out, block, row_index, col_index, mirror=True, output_axes=output_axes)

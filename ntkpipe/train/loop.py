@@ -1,14 +1,16 @@
 """The network stepper: a network (or its linearization) trained by compiled optax steps.
 
-Between two checkpoints, ``_advance`` runs n optimizer steps inside one ``lax.fori_loop`` (n is traced,
-so one compilation serves every segment, every run with the same shapes and every σ or seed; minibatch
-runs also share it across training-set sizes, :mod:`ntkpipe.train.batches`).
+Between two checkpoints, :func:`advance_steps` runs n optimizer steps inside one ``lax.fori_loop`` (n is
+traced, so one compilation serves every segment, every run with the same shapes and every σ or seed;
+minibatch runs also share it across training-set sizes, :mod:`ntkpipe.train.batches`). A run's compile
+options follow its training FLOPs (:func:`ntkpipe.compile_options.training_options`).
 The driver (:func:`ntkpipe.train.driver.drive`) owns the checkpoints, measurements and divergence;
 this stepper reports a non-finite loss at some step or non-finite parameters at a checkpoint.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -17,12 +19,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkpipe.compile_options import training_options
 from ntkpipe.filter_jit import filter_jit
 from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
 from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
 from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.batches import TrainingData, TrainingSet, batch_slots
 from ntkpipe.train.driver import Run, Trajectory, drive
+from ntkpipe.train.flops import training_flops
 from ntkpipe.train.losses import LOSSES
 from ntkpipe.train.optim import learning_rate, update_direction
 
@@ -71,7 +75,10 @@ def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, tota
     return diff, opt_state, finite, net_state
 
 
-_advance = filter_jit(advance_steps)
+@functools.cache
+def advance_program(options: frozenset) -> Callable:
+    """:func:`advance_steps` compiled with the XLA ``compiler_options`` ``options`` (items)."""
+    return filter_jit(advance_steps, compiler_options=dict(options) or None)
 
 
 class NetworkState(NamedTuple):
@@ -85,13 +92,14 @@ class NetworkState(NamedTuple):
 
 class NetworkStepper:
     """One network ``model`` trained on (``x_train``, ``y_train``) per ``spec`` with batch-order ``key``,
-    at the learning rate η₀·``lr_scale`` (η₀γ² for a network with feature-learning rate γ)."""
+    at the learning rate η₀·``lr_scale`` (η₀γ² for a network with feature-learning rate γ), its steps
+    compiled with ``compile_options`` (XLA's defaults if none)."""
 
     members = 1
     splits = True  # a segment's steps run in one fori_loop whose count is traced: pieces run the same program
 
     def __init__(self, model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,
-                 lr_scale: float = 1.0):
+                 lr_scale: float = 1.0, compile_options: dict | None = None):
         dtype = jnp.dtype(spec.dtype)
         self.x, self.y, self.dtype = x_train, y_train, dtype
         if spec.batch_size is not None and spec.batch_size > len(x_train):
@@ -103,6 +111,7 @@ class NetworkStepper:
         self.lr = jnp.asarray(spec.optimizer.lr * lr_scale)
         self.key, self.batch_size = key, spec.batch_size
         self.continues = spec.optimizer.schedule == "constant"  # linear_decay's η_t depends on the total
+        self.program = advance_program(frozenset((compile_options or {}).items()))
         self.options = dict(loss_name=spec.loss, direction=self.direction, schedule=spec.optimizer.schedule,
                             batch_size=spec.batch_size)
 
@@ -115,7 +124,7 @@ class NetworkStepper:
     def advance(self, state: NetworkState, done: int, target: int) -> tuple[NetworkState, np.ndarray]:
         finite = True
         for start, end, data in self.data.pieces(done, target):
-            diff, opt_state, ok, net_state = _advance(state.diff, state.static, state.opt_state, jnp.asarray(start),
+            diff, opt_state, ok, net_state = self.program(state.diff, state.static, state.opt_state, jnp.asarray(start),
                                                       jnp.asarray(end - start), self.lr, self.multipliers,
                                                       self.total, data, **self.options)
             state = NetworkState(diff, opt_state, eqx.combine(net_state, self.fixed))
@@ -140,9 +149,11 @@ class NetworkStepper:
 
 def network_stepper(run: Run, reference: dict[str, float]) -> NetworkStepper:
     """The stepper of a run (its spec, data and initial network ``model0``; the linearization for
-    ``kind: linearized``)."""
+    ``kind: linearized``), compiled by its training FLOPs (:func:`~ntkpipe.compile_options.training_options`)."""
+    options = training_options(run.spec.model.architecture, training_flops(run.spec))
     return NetworkStepper(run.model0, run.data.x_train, run.data.y_train, run.spec.train,
-                          key=run_keys(run.spec.seed)[1], lr_scale=learning_rate_scale(run.spec.model))
+                          key=run_keys(run.spec.seed)[1], lr_scale=learning_rate_scale(run.spec.model),
+                          compile_options=options)
 
 
 def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,

@@ -17,6 +17,7 @@ while the others go on.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -26,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ntkpipe.compile_options import measurement_jit
+from ntkpipe.compile_options import measurement_jit, training_options
 from ntkpipe.filter_jit import filter_jit
 from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
@@ -34,6 +35,7 @@ from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.batches import TrainingData, TrainingSet
 from ntkpipe.train.driver import Run, Trajectory, drive
+from ntkpipe.train.flops import training_flops
 from ntkpipe.train.loop import NetworkState, advance_steps, layer_multipliers
 from ntkpipe.train.optim import update_direction
 
@@ -80,7 +82,6 @@ def _pack_quantities(diffs, static, evals, names: frozenset, chunk: int):
     return jax.lax.map(one, (diffs, *evals), batch_size=chunk)
 
 
-@filter_jit
 def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, total, data, evals, *,
                   names: frozenset, chunk: int, **options):
     """``advance_steps`` for each member in turn, then the quantities ``names`` of the advanced
@@ -91,6 +92,14 @@ def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, t
 
     diffs, opt_states, finite = jax.lax.map(lambda member: one(*member), (diffs, opt_states, lrs, data))
     return diffs, opt_states, finite, _pack_quantities(diffs, static, evals, names, chunk)
+
+
+@functools.cache
+def pack_program(options: frozenset) -> Callable:
+    """:func:`_advance_pack` compiled with the XLA ``compiler_options`` ``options`` (items): those of its
+    members' unpacked training programs (:func:`ntkpipe.compile_options.training_options`), so that
+    each member's steps are the network stepper's bit for bit."""
+    return filter_jit(_advance_pack, compiler_options=dict(options) or None)
 
 
 _pack_quantities_jit = measurement_jit(_pack_quantities)
@@ -167,11 +176,11 @@ class PackedStepper:
     every member and returns, for all members, the shared quantities the measurements read at
     checkpoint 0 (f(X_train) for the loss, and e.g. the training Gram); one they read for the
     first time later is computed then, for all members in one call, as are those of checkpoint 0
-    (:class:`PackCheckpoint`)."""
+    (:class:`PackCheckpoint`). The calls compile with ``compile_options`` (XLA's defaults if none)."""
 
     def __init__(self, models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
                  x_tests: Sequence[np.ndarray], spec: TrainSpec, *, keys: Sequence, etas: Sequence[float],
-                 lr_scales: Sequence[float]):
+                 lr_scales: Sequence[float], compile_options: dict | None = None):
         dtype = jnp.dtype(spec.dtype)
         self.members = len(models)
         self.continues = spec.optimizer.schedule == "constant"  # linear_decay's η_t depends on the total
@@ -195,6 +204,7 @@ class PackedStepper:
                                             chunk=self.chunk)
         self.lr = jnp.stack([jnp.asarray(eta * scale) for eta, scale in zip(etas, lr_scales)])
         self.keys = jnp.stack(list(keys))
+        self.program = pack_program(frozenset((compile_options or {}).items()))
 
     def init(self, steps: np.ndarray) -> PackState:
         self.total = jnp.asarray(int(steps[-1]))
@@ -216,7 +226,7 @@ class PackedStepper:
             sets = [piece[2] for piece in pieces]
             data = TrainingSet(self.train_x, self.train_y, jnp.stack([t.orders for t in sets]),
                                jnp.stack([t.first_epoch for t in sets]), jnp.stack([t.n for t in sets]))
-            diffs, opt_states, ok, computed = _advance_pack(
+            diffs, opt_states, ok, computed = self.program(
                 diffs, self.static, opt_states, jnp.asarray(start), jnp.asarray(end - start), self.lr,
                 self.multipliers, self.total, data, self.evals, names=measured if end == target else frozenset(),
                 **self.options)
@@ -247,12 +257,15 @@ class PackedStepper:
 
 
 def packed_stepper(runs: Sequence[Run]) -> PackedStepper:
-    """The stepper of the runs of one pack (kind ``network`` or ``linearized``, equal :func:`structure_key`)."""
+    """The stepper of the runs of one pack (kind ``network`` or ``linearized``, equal :func:`structure_key`),
+    compiled as each of its runs alone would be (equal shapes and steps: equal training FLOPs)."""
+    first = runs[0].spec
     return PackedStepper([run.model0 for run in runs], [run.data.x_train for run in runs],
                          [run.data.y_train for run in runs], [run.data.x_test for run in runs], runs[0].spec.train,
                          keys=[run_keys(run.spec.seed)[1] for run in runs],
                          etas=[run.spec.train.optimizer.lr for run in runs],
-                         lr_scales=[learning_rate_scale(run.spec.model) for run in runs])
+                         lr_scales=[learning_rate_scale(run.spec.model) for run in runs],
+                         compile_options=training_options(first.model.architecture, training_flops(first)))
 
 
 def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
