@@ -24,13 +24,14 @@ from ntkpipe.train.loop import NetworkStepper, advance_program, network_stepper
 from ntkpipe.train.packed import pack_program, packed_stepper
 
 
-def teacher_run(kind="network", epochs=5, activation="tanh", seed=0, batch_size: int | None = 8) -> RunSpec:
+def teacher_run(kind="network", epochs=5, activation="tanh", seed=0, batch_size: int | None = 8,
+                optimizer="sgd") -> RunSpec:
     """An MLP 6 → 9 → 1 with biases (P = 6·9 + 9 + 9 + 1 = 73 parameters) on 40 points, SGD in batches
     of 8 (GD for ``batch_size=None``)."""
     return RunSpec.model_validate({
         "seed": seed, "data": {"source": "linear_teacher", "dim": 6, "n_train": 40, "n_test": 10},
         "model": {"kind": kind, "depth": 2, "width": 9, "bias": True, "activation": activation},
-        "train": {"optimizer": {"name": "sgd" if batch_size else "gd", "lr": 0.05}, "batch_size": batch_size,
+        "train": {"optimizer": {"name": optimizer if batch_size else "gd", "lr": 0.05}, "batch_size": batch_size,
                   "epochs": epochs},
         "measure": [{"name": "loss"}]})
 
@@ -48,8 +49,9 @@ def test_training_flops_are_three_passes_over_each_batch():
 def test_a_short_run_trains_with_the_loop_emitters_to_the_defaults_parameters():
     """A tanh network (the activation whose steps the loop emitters slow most) of 25 steps compiles
     its steps with the loop emitters and trains to the parameters XLA's fusion emitters reach, to
-    float32 rounding; one whose steps pass the threshold keeps the defaults, and a pack of runs of
-    the short one's shape compiles as each of them would."""
+    float32 rounding; one whose steps pass the threshold keeps the defaults, as does Adam (its step
+    divides by the gradients' scale), and a pack of runs of the short one's shape compiles as each
+    of them would."""
     spec = teacher_run()
     assert training_flops(spec) < SHORT_TRAINING_FLOPS["mlp"]
     run = run_context(spec, {})
@@ -69,6 +71,7 @@ def test_a_short_run_trains_with_the_loop_emitters_to_the_defaults_parameters():
     epochs = int(SHORT_TRAINING_FLOPS["mlp"] / training_flops(spec) * 5) + 5
     assert training_flops(teacher_run(epochs=epochs)) > SHORT_TRAINING_FLOPS["mlp"]
     assert network_stepper(run_context(teacher_run(epochs=epochs), {}), {}).program is advance_program(frozenset())
+    assert network_stepper(run_context(teacher_run(optimizer="adam"), {}), {}).program is advance_program(frozenset())
     pack = packed_stepper([run, run_context(teacher_run(seed=1), {})])
     assert pack.program is pack_program(frozenset(LOOP_EMITTERS.items()))
 

@@ -3,7 +3,7 @@
 Between two checkpoints, :func:`advance_steps` runs n optimizer steps inside one ``lax.fori_loop`` (n is
 traced, so one compilation serves every segment, every run with the same shapes and every σ or seed;
 minibatch runs also share it across training-set sizes, :mod:`ntkpipe.train.batches`). A run's compile
-options follow its training FLOPs (:func:`ntkpipe.compile_options.training_options`).
+options follow its training FLOPs and optimizer (:func:`training_compile_options`).
 The driver (:func:`ntkpipe.train.driver.drive`) owns the checkpoints, measurements and divergence;
 this stepper reports a non-finite loss at some step or non-finite parameters at a checkpoint.
 """
@@ -21,7 +21,7 @@ import numpy as np
 
 from ntkpipe.compile_options import training_options
 from ntkpipe.filter_jit import filter_jit
-from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
+from ntkpipe.lang.schema import OptimizerSpec, RunSpec, TrainSpec
 from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
 from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.batches import TrainingData, TrainingSet, batch_slots
@@ -149,11 +149,16 @@ class NetworkStepper:
 
 def network_stepper(run: Run, reference: dict[str, float]) -> NetworkStepper:
     """The stepper of a run (its spec, data and initial network ``model0``; the linearization for
-    ``kind: linearized``), compiled by its training FLOPs (:func:`~ntkpipe.compile_options.training_options`)."""
-    options = training_options(run.spec.model.architecture, training_flops(run.spec))
+    ``kind: linearized``), compiled by :func:`training_compile_options`."""
     return NetworkStepper(run.model0, run.data.x_train, run.data.y_train, run.spec.train,
                           key=run_keys(run.spec.seed)[1], lr_scale=learning_rate_scale(run.spec.model),
-                          compile_options=options)
+                          compile_options=training_compile_options(run.spec))
+
+
+def training_compile_options(spec: RunSpec) -> dict[str, bool]:
+    """The compile options of the training program of ``spec`` (:func:`~ntkpipe.compile_options.training_options`
+    of its architecture, optimizer and training FLOPs)."""
+    return training_options(spec.model.architecture, spec.train.optimizer.name, training_flops(spec))
 
 
 def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,

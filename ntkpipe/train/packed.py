@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ntkpipe.compile_options import measurement_jit, training_options
+from ntkpipe.compile_options import measurement_jit
 from ntkpipe.filter_jit import filter_jit
 from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
@@ -35,8 +35,7 @@ from ntkpipe.ntk import empirical_ntk, flatten_gram
 from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.batches import TrainingData, TrainingSet
 from ntkpipe.train.driver import Run, Trajectory, drive
-from ntkpipe.train.flops import training_flops
-from ntkpipe.train.loop import NetworkState, advance_steps, layer_multipliers
+from ntkpipe.train.loop import NetworkState, advance_steps, layer_multipliers, training_compile_options
 from ntkpipe.train.optim import update_direction
 
 
@@ -258,14 +257,13 @@ class PackedStepper:
 
 def packed_stepper(runs: Sequence[Run]) -> PackedStepper:
     """The stepper of the runs of one pack (kind ``network`` or ``linearized``, equal :func:`structure_key`),
-    compiled as each of its runs alone would be (equal shapes and steps: equal training FLOPs)."""
-    first = runs[0].spec
+    compiled as each of its runs alone would be (equal shapes, steps and optimizer: equal options)."""
     return PackedStepper([run.model0 for run in runs], [run.data.x_train for run in runs],
                          [run.data.y_train for run in runs], [run.data.x_test for run in runs], runs[0].spec.train,
                          keys=[run_keys(run.spec.seed)[1] for run in runs],
                          etas=[run.spec.train.optimizer.lr for run in runs],
                          lr_scales=[learning_rate_scale(run.spec.model) for run in runs],
-                         compile_options=training_options(first.model.architecture, training_flops(first)))
+                         compile_options=training_compile_options(runs[0].spec))
 
 
 def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
