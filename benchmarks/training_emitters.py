@@ -76,8 +76,8 @@ def main() -> None:
                     jax.block_until_ready(stepper.advance(state, 0, args.steps)[0].diff)
                     per_step[emitters].append((time.perf_counter() - tic) / args.steps)
             fusion, loop = (statistics.median(per_step[e]) for e in EMITTERS)
-            steps, flops = total_steps(spec.train, spec.data.n_train), training_flops(spec)
-            picks = "loop" if training_compile_options(spec) else "fusion"
+            steps, flops = total_steps(spec.train, spec.data.n_train), training_flops(run)
+            picks = "loop" if training_compile_options(run) else "fusion"
             activation = getattr(spec.model, "activation", "")
             print(f"| `{name}` | {spec.model.kind} {spec.model.architecture} | {activation} | {steps} | {flops:.2e} | "
                   f"{compile_s['fusion']:.2f} / {compile_s['loop']:.2f} | {fusion * 1e3:.3f} / {loop * 1e3:.3f} | "

@@ -39,10 +39,13 @@ def teacher_run(kind="network", epochs=5, activation="tanh", seed=0, batch_size:
 def test_training_flops_are_three_passes_over_each_batch():
     """3·(1 + linearized)·steps·B·[FP] with [FP] = 2·P: 5 epochs of 40 points in batches of 8 are
     25 steps, full-batch 5 steps of 40; a kernel model kind trains no network."""
-    assert training_flops(teacher_run()) == 3 * 25 * 8 * 2 * 73
-    assert training_flops(teacher_run("linearized")) == 2 * 3 * 25 * 8 * 2 * 73
-    assert training_flops(teacher_run(batch_size=None)) == 3 * 5 * 40 * 2 * 73
-    assert training_flops(teacher_run("kgd", batch_size=None)) == 0.0
+    def flops(spec):
+        return training_flops(run_context(spec, {}))
+
+    assert flops(teacher_run()) == 3 * 25 * 8 * 2 * 73
+    assert flops(teacher_run("linearized")) == 2 * 3 * 25 * 8 * 2 * 73
+    assert flops(teacher_run(batch_size=None)) == 3 * 5 * 40 * 2 * 73
+    assert flops(teacher_run("kgd", batch_size=None)) == 0.0
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU's options; elsewhere XLA's defaults")
@@ -53,8 +56,8 @@ def test_a_short_run_trains_with_the_loop_emitters_to_the_defaults_parameters():
     divides by the gradients' scale), and a pack of runs of the short one's shape compiles as each
     of them would."""
     spec = teacher_run()
-    assert training_flops(spec) < SHORT_TRAINING_FLOPS["mlp"]
     run = run_context(spec, {})
+    assert training_flops(run) < SHORT_TRAINING_FLOPS["mlp"]
     short = network_stepper(run, {})
     assert short.program is advance_program(frozenset(LOOP_EMITTERS.items()))
     fusion = {"xla_cpu_use_fusion_emitters": True}  # XLA:CPU's default, named: the suite's XLA_FLAGS turn it off
@@ -68,9 +71,10 @@ def test_a_short_run_trains_with_the_loop_emitters_to_the_defaults_parameters():
                                                                          jax.tree.leaves(short.diff0))]
     assert max(moved) > 1e-3  # the steps moved the weights
 
-    epochs = int(SHORT_TRAINING_FLOPS["mlp"] / training_flops(spec) * 5) + 5
-    assert training_flops(teacher_run(epochs=epochs)) > SHORT_TRAINING_FLOPS["mlp"]
-    assert network_stepper(run_context(teacher_run(epochs=epochs), {}), {}).program is advance_program(frozenset())
+    epochs = int(SHORT_TRAINING_FLOPS["mlp"] / training_flops(run) * 5) + 5
+    long = run_context(teacher_run(epochs=epochs), {})
+    assert training_flops(long) > SHORT_TRAINING_FLOPS["mlp"]
+    assert network_stepper(long, {}).program is advance_program(frozenset())
     assert network_stepper(run_context(teacher_run(optimizer="adam"), {}), {}).program is advance_program(frozenset())
     pack = packed_stepper([run, run_context(teacher_run(seed=1), {})])
     assert pack.program is pack_program(frozenset(LOOP_EMITTERS.items()))

@@ -9,7 +9,7 @@ were measured on in ``cost_constants.json`` beside this module. The FLOP counts 
 * training, per step: 3·B·[FP] (a forward and a backward pass over a batch of B examples; [FP] the
   FLOPs of one example's forward pass by XLA's cost analysis, 2·P_θ for an MLP of P_θ parameters and
   more for a CNN, which reuses its weights; a linearization's step takes a jvp too: twice that;
-  :func:`ntkpipe.train.flops.training_flops`);
+  :func:`ntkpipe.train.flops.step_flops`);
 * an NTK Gram over g examples and C outputs: (g·C)²·P_θ (a Jacobian contraction; Novak et al. 2022, Sec. 3);
 * an eigendecomposition of an (g·C)² Gram: (g·C)³.
 
@@ -31,10 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.resources import gram_points, parameter_count, run_memory_mb, stage_memory_mb
 from ntkpipe.study.plan import StudyPlan
 from ntkpipe.train.driver import checkpoint_steps, total_steps
-from ntkpipe.train.flops import training_flops
+from ntkpipe.train.flops import step_flops
 
 CONSTANTS_FILE = Path(__file__).with_name("cost_constants.json")
 FEATURES = {
@@ -90,12 +91,38 @@ class StudyCost:
 def run_features(run) -> dict[str, float]:
     """Features of the training job of ``run`` (a :class:`~ntkpipe.lang.schema.RunSpec`)."""
     params = parameter_count(run)
-    checkpoints = len(checkpoint_steps(run.train.checkpoints, total_steps(run.train, run.data.n_train)))
+    kind = MODEL_KINDS[run.model.kind]
+    steps = total_steps(run.train, run.data.n_train)
+    batch = run.train.batch_size or run.data.n_train
+    checkpoints = len(checkpoint_steps(run.train.checkpoints, steps))
     rows = gram_points(run) * _outputs(run)
-    flops = training_flops(run)
+    flops = 0.0 if kind.kernel else step_flops(steps, batch, example_flops(run), kind.linearized)
     return {"train_job": 1.0, "train_flops" if run.model.architecture == "mlp" else "conv_train_flops": flops,
             "checkpoint": float(checkpoints), "checkpoint_points": float(checkpoints * (run.data.n_train + run.data.n_test)),
             "measurement": float(len(run.measure)), "gram_flops": float(checkpoints) * rows**2 * params}
+
+
+def example_flops(run) -> float:
+    """[FP] of the run's network on one example: 2·P_θ for an MLP; for other architectures XLA's cost
+    analysis of the forward pass (cached by network shapes: σ, seed and the like do not change it)."""
+    if run.model.architecture == "mlp":
+        return 2.0 * parameter_count(run)
+    from ntkpipe.data import input_shape
+
+    model = run.model.model_copy(update={"kind": "network", "origin": None, "gamma": 1.0}
+                                 | ({"init": "gaussian"} if hasattr(run.model, "init") else {}))
+    key = (model.model_dump_json(exclude={"sigma", "seed"}), input_shape(run.data), _outputs(run))
+    if key not in _FLOPS:
+        import jax.numpy as jnp
+
+        from ntkpipe.models import build_model
+        from ntkpipe.ntk.cost import forward_flops
+
+        _FLOPS[key] = forward_flops(build_model(model, key[1], key[2], 0), jnp.zeros(key[1], jnp.float32))
+    return _FLOPS[key]
+
+
+_FLOPS: dict[tuple, float] = {}
 
 
 def stage_features(stage) -> dict[str, float]:

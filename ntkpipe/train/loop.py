@@ -21,7 +21,7 @@ import numpy as np
 
 from ntkpipe.compile_options import training_options
 from ntkpipe.filter_jit import filter_jit
-from ntkpipe.lang.schema import OptimizerSpec, RunSpec, TrainSpec
+from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
 from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
 from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.batches import TrainingData, TrainingSet, batch_slots
@@ -152,13 +152,14 @@ def network_stepper(run: Run, reference: dict[str, float]) -> NetworkStepper:
     ``kind: linearized``), compiled by :func:`training_compile_options`."""
     return NetworkStepper(run.model0, run.data.x_train, run.data.y_train, run.spec.train,
                           key=run_keys(run.spec.seed)[1], lr_scale=learning_rate_scale(run.spec.model),
-                          compile_options=training_compile_options(run.spec))
+                          compile_options=training_compile_options(run))
 
 
-def training_compile_options(spec: RunSpec) -> dict[str, bool]:
-    """The compile options of the training program of ``spec`` (:func:`~ntkpipe.compile_options.training_options`
+def training_compile_options(run: Run) -> dict[str, bool]:
+    """The compile options of the training program of ``run`` (:func:`~ntkpipe.compile_options.training_options`
     of its architecture, optimizer and training FLOPs)."""
-    return training_options(spec.model.architecture, spec.train.optimizer.name, training_flops(spec))
+    spec = run.spec
+    return training_options(spec.model.architecture, spec.train.optimizer.name, training_flops(run))
 
 
 def train(model: eqx.Module, x_train: np.ndarray, y_train: np.ndarray, spec: TrainSpec, *, key,

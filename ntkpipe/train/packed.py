@@ -263,7 +263,7 @@ def packed_stepper(runs: Sequence[Run]) -> PackedStepper:
                          keys=[run_keys(run.spec.seed)[1] for run in runs],
                          etas=[run.spec.train.optimizer.lr for run in runs],
                          lr_scales=[learning_rate_scale(run.spec.model) for run in runs],
-                         compile_options=training_compile_options(runs[0].spec))
+                         compile_options=training_compile_options(runs[0]))
 
 
 def train_packed(models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
