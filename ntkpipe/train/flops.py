@@ -26,14 +26,14 @@ def step_flops(steps: int, batch: int, example_flops: float, linearized: bool) -
 
 def training_flops(run: Run) -> float:
     """:func:`step_flops` of ``run``'s training (B all training points for full-batch steps; none for a
-    kernel model kind)."""
+    kernel model kind), [FP] on an example in the training dtype."""
     spec = run.spec
     kind = MODEL_KINDS[spec.model.kind]
     if kind.kernel:
         return 0.0
     network = run.model0.params if isinstance(run.model0, Linearized) else run.model0
     return step_flops(total_steps(spec.train, spec.data.n_train), spec.train.batch_size or spec.data.n_train,
-                      network_flops(network, np.asarray(run.data.x_train[0])), kind.linearized)
+                      network_flops(network, np.asarray(run.data.x_train[0], spec.train.dtype)), kind.linearized)
 
 
 def network_flops(network: eqx.Module, example: np.ndarray) -> float:
