@@ -66,6 +66,7 @@ def main() -> None:
                 stepper = NetworkStepper(run.model0, run.data.x_train, run.data.y_train, spec.train,
                                          key=jax.random.PRNGKey(0), compile_options=options)
                 state = stepper.init(np.array([0, 10**7]))
+                list(stepper.data.pieces(0, 1))  # the minibatch orders: their program is not the step's
                 compiles.clear()
                 jax.block_until_ready(stepper.advance(state, 0, 1)[0].diff)
                 steppers[emitters], compile_s[emitters] = (stepper, state), sum(compiles)
