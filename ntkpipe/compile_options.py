@@ -40,11 +40,12 @@ LOOP_EMITTERS = {"xla_cpu_use_fusion_emitters": False}
 SHORT_TRAINING_FLOPS = {"mlp": 2e10, "other": 3e10}
 """Training FLOPs (:func:`ntkpipe.train.flops.training_flops`) below which a run's training program
 compiles with the loop emitters, for MLPs and for other architectures. Measured on 2 CPU cores, one
-process, fusion and loop emitters alternating (``benchmarks/README.md``, "Short runs' training with the
-loop emitters"): the loop emitters save 0.1–0.4 s of XLA time on an MLP's step program and 1.2–1.3 s on
-LeNet-5's, and their steps take 0.74–1.22× the fusion emitters' time, 1.47× for tanh; MLPs train at
-≈ 6·10¹⁰ FLOP/s there and LeNet-5 at ≈ 1.6·10¹⁰, so below these counts (≈ 0.3 s of an MLP's training,
-≈ 2 s of LeNet-5's) even tanh's slower steps cost less than the compile time saved."""
+process, fusion and loop emitters alternating (``benchmarks/training_emitters.py``; ``benchmarks/README.md``,
+"Short runs' training with the loop emitters"): the loop emitters save 0.1–0.6 s of XLA time on an MLP's
+step program and 0.9–2 s on LeNet-5's, and their steps take 0.93–1.17× the fusion emitters' time, 1.55×
+for tanh; MLPs train at 6–8·10¹⁰ FLOP/s there and LeNet-5 at 1.6–2.4·10¹⁰, so below these counts
+(≈ 0.3 s of an MLP's training, ≈ 2 s of LeNet-5's) even tanh's slower steps cost less than the compile
+time saved."""
 
 
 def loop_emitter_options() -> dict[str, bool]:
@@ -58,8 +59,8 @@ def training_options(architecture: str, optimizer: str, flops: float) -> dict[st
     XLA's defaults above, and for Adam. Adam's step m̂/(√v̂ + ε) divides by the gradient's running
     scale, so where the gradients vanish (near interpolation) it turns a rounding difference into a
     difference of the step itself: the loop emitters moved the final layer alignment of
-    ``learning_rate_ratio``'s full-batch Adam runs by up to 0.02 (0.980 → 0.958), where every other
-    run's results stayed equal to rounding; its runs keep the numbers they had."""
+    ``learning_rate_ratio``'s full-batch Adam runs by up to 0.02 (0.980 → 0.958), where every SGD and
+    GD run of the shipped studies trained to the same parameters bit for bit."""
     limit = SHORT_TRAINING_FLOPS["mlp" if architecture == "mlp" else "other"]
     return loop_emitter_options() if flops < limit and optimizer != "adam" else {}
 

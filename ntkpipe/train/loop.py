@@ -124,9 +124,9 @@ class NetworkStepper:
     def advance(self, state: NetworkState, done: int, target: int) -> tuple[NetworkState, np.ndarray]:
         finite = True
         for start, end, data in self.data.pieces(done, target):
-            diff, opt_state, ok, net_state = self.program(state.diff, state.static, state.opt_state, jnp.asarray(start),
-                                                      jnp.asarray(end - start), self.lr, self.multipliers,
-                                                      self.total, data, **self.options)
+            diff, opt_state, ok, net_state = self.program(state.diff, state.static, state.opt_state,
+                                                          jnp.asarray(start), jnp.asarray(end - start), self.lr,
+                                                          self.multipliers, self.total, data, **self.options)
             state = NetworkState(diff, opt_state, eqx.combine(net_state, self.fixed))
             finite = finite and bool(ok)
         return state, np.array([finite])
