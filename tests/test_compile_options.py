@@ -18,7 +18,9 @@ from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models.mlp import MLP
 from ntkpipe.ntk import blocking, empirical_ntk
 from ntkpipe.ntk.blocking import assemble_gram
+from ntkpipe.resources import parameter_count
 from ntkpipe.stages.inputs import run_context
+from ntkpipe.study.cost import run_features
 from ntkpipe.train.flops import training_flops
 from ntkpipe.train.loop import NetworkStepper, advance_program, network_stepper
 from ntkpipe.train.packed import pack_program, packed_stepper
@@ -46,6 +48,20 @@ def test_training_flops_are_three_passes_over_each_batch():
     assert flops(teacher_run("linearized")) == 2 * 3 * 25 * 8 * 2 * 73
     assert flops(teacher_run(batch_size=None)) == 3 * 5 * 40 * 2 * 73
     assert flops(teacher_run("kgd", batch_size=None)) == 0.0
+
+
+def test_a_cnns_training_flops_are_the_cost_models_in_either_dtype():
+    """LeNet-5's [FP] is XLA's cost analysis of its forward pass; the run's count (from its network,
+    built in float32, and its float64 data) equals the cost model's (from the spec) whatever the
+    training dtype."""
+    for dtype in ("float32", "float64"):
+        spec = RunSpec.model_validate({
+            "seed": 0, "data": {"source": "digits", "n_train": 12, "n_test": 4},
+            "model": {"architecture": "cnn", "preset": "lenet5", "activation": "relu", "bias": True},
+            "train": {"optimizer": {"name": "gd", "lr": 0.01}, "steps": 3, "dtype": dtype},
+            "measure": [{"name": "loss"}]})
+        flops = training_flops(run_context(spec, {}))
+        assert flops == run_features(spec)["conv_train_flops"] > 3 * 3 * 12 * 2 * parameter_count(spec)
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU's options; elsewhere XLA's defaults")

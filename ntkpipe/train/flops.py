@@ -15,6 +15,7 @@ import numpy as np
 from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.models import MLP, Linearized
 from ntkpipe.ntk.cost import forward_flops, parameter_count
+from ntkpipe.ntk.precision import cast_floats
 from ntkpipe.train.driver import Run, total_steps
 
 
@@ -26,26 +27,27 @@ def step_flops(steps: int, batch: int, example_flops: float, linearized: bool) -
 
 def training_flops(run: Run) -> float:
     """:func:`step_flops` of ``run``'s training (B all training points for full-batch steps; none for a
-    kernel model kind), [FP] on an example in the training dtype."""
+    kernel model kind)."""
     spec = run.spec
     kind = MODEL_KINDS[spec.model.kind]
     if kind.kernel:
         return 0.0
     network = run.model0.params if isinstance(run.model0, Linearized) else run.model0
     return step_flops(total_steps(spec.train, spec.data.n_train), spec.train.batch_size or spec.data.n_train,
-                      network_flops(network, np.asarray(run.data.x_train[0], spec.train.dtype)), kind.linearized)
+                      network_flops(network, np.asarray(run.data.x_train[0])), kind.linearized)
 
 
 def network_flops(network: eqx.Module, example: np.ndarray) -> float:
     """[FP] of ``network`` on ``example``: 2·P for an MLP (P trainable parameters); for other
-    architectures XLA's cost analysis of the forward pass (:func:`ntkpipe.ntk.cost.forward_flops`),
-    cached by the network's structure and shapes (σ, seed and the like do not change it)."""
+    architectures XLA's cost analysis of the forward pass (:func:`ntkpipe.ntk.cost.forward_flops`) in
+    float32, as the cost model counts it, whatever the dtypes of the network and the example; cached by
+    the network's structure and shapes (σ, seed and the like do not change it)."""
     if isinstance(network, MLP):
         return 2.0 * parameter_count(network)
     leaves, treedef = jax.tree.flatten(eqx.filter(network, eqx.is_array))
     key = (treedef, tuple((leaf.shape, str(leaf.dtype)) for leaf in leaves), example.shape, str(example.dtype))
     if key not in _FLOPS:
-        _FLOPS[key] = forward_flops(network, jnp.asarray(example))
+        _FLOPS[key] = forward_flops(cast_floats(network, jnp.float32), jnp.asarray(example, jnp.float32))
     return _FLOPS[key]
 
 
