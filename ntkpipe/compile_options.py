@@ -65,6 +65,17 @@ def training_options(architecture: str, optimizer: str, flops: float) -> dict[st
     return loop_emitter_options() if flops < limit and optimizer != "adam" else {}
 
 
+def jit_with_options(fn: Callable, options: dict | None) -> Callable:
+    """``fn`` as :func:`~ntkpipe.filter_jit.filter_jit` compiles it with the XLA ``compiler_options``
+    ``options`` (none: XLA's defaults): one compiled function per (``fn``, options), shared by callers."""
+    return _jit_with(fn, frozenset((options or {}).items()))
+
+
+@functools.cache
+def _jit_with(fn: Callable, options: frozenset) -> Callable:
+    return filter_jit(fn, compiler_options=dict(options) or None)
+
+
 def measurement_jit(fn: Callable[P, T]) -> Callable[P, T]:
     """``fn`` as :func:`~ntkpipe.filter_jit.filter_jit` compiles it (array leaves traced, every other
     leaf static), with the :data:`LOOP_EMITTERS` options where it is a program of its own on XLA:CPU.

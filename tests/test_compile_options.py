@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ntkpipe import compile_options
-from ntkpipe.compile_options import LOOP_EMITTERS, SHORT_TRAINING_FLOPS, measurement_jit
+from ntkpipe.compile_options import LOOP_EMITTERS, SHORT_TRAINING_FLOPS, jit_with_options, measurement_jit
 from ntkpipe.filter_jit import filter_jit
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models.mlp import MLP
@@ -22,8 +22,8 @@ from ntkpipe.resources import parameter_count
 from ntkpipe.stages.inputs import run_context
 from ntkpipe.study.cost import run_features
 from ntkpipe.train.flops import training_flops
-from ntkpipe.train.loop import NetworkStepper, advance_program, network_stepper
-from ntkpipe.train.packed import pack_program, packed_stepper
+from ntkpipe.train.loop import NetworkStepper, advance_steps, network_stepper
+from ntkpipe.train.packed import _advance_pack, packed_stepper
 
 
 def teacher_run(kind="network", epochs=5, activation="tanh", seed=0, batch_size: int | None = 8,
@@ -75,7 +75,7 @@ def test_a_short_run_trains_with_the_loop_emitters_to_the_defaults_parameters():
     run = run_context(spec, {})
     assert training_flops(run) < SHORT_TRAINING_FLOPS["mlp"]
     short = network_stepper(run, {})
-    assert short.program is advance_program(frozenset(LOOP_EMITTERS.items()))
+    assert short.program is jit_with_options(advance_steps, LOOP_EMITTERS)
     fusion = {"xla_cpu_use_fusion_emitters": True}  # XLA:CPU's default, named: the suite's XLA_FLAGS turn it off
     default = NetworkStepper(run.model0, run.data.x_train, run.data.y_train, spec.train, key=short.key,
                              compile_options=fusion)
@@ -90,10 +90,10 @@ def test_a_short_run_trains_with_the_loop_emitters_to_the_defaults_parameters():
     epochs = int(SHORT_TRAINING_FLOPS["mlp"] / training_flops(run) * 5) + 5
     long = run_context(teacher_run(epochs=epochs), {})
     assert training_flops(long) > SHORT_TRAINING_FLOPS["mlp"]
-    assert network_stepper(long, {}).program is advance_program(frozenset())
-    assert network_stepper(run_context(teacher_run(optimizer="adam"), {}), {}).program is advance_program(frozenset())
+    assert network_stepper(long, {}).program is jit_with_options(advance_steps, None)
+    assert network_stepper(run_context(teacher_run(optimizer="adam"), {}), {}).program is jit_with_options(advance_steps, None)
     pack = packed_stepper([run, run_context(teacher_run(seed=1), {})])
-    assert pack.program is pack_program(frozenset(LOOP_EMITTERS.items()))
+    assert pack.program is jit_with_options(_advance_pack, LOOP_EMITTERS)
 
 
 def test_arrays_are_traced_and_other_leaves_static():

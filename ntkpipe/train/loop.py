@@ -10,7 +10,6 @@ this stepper reports a non-finite loss at some step or non-finite parameters at 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -19,8 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ntkpipe.compile_options import training_options
-from ntkpipe.filter_jit import filter_jit
+from ntkpipe.compile_options import jit_with_options, training_options
 from ntkpipe.lang.schema import OptimizerSpec, TrainSpec
 from ntkpipe.models import forward_batch, layer_components, learning_rate_scale, run_keys, split_state, trainable
 from ntkpipe.ntk.precision import cast_floats
@@ -75,12 +73,6 @@ def advance_steps(diff, static, opt_state, step0, n_steps, lr, multipliers, tota
     return diff, opt_state, finite, net_state
 
 
-@functools.cache
-def advance_program(options: frozenset) -> Callable:
-    """:func:`advance_steps` compiled with the XLA ``compiler_options`` ``options`` (items)."""
-    return filter_jit(advance_steps, compiler_options=dict(options) or None)
-
-
 class NetworkState(NamedTuple):
     """The trainable parameters, the optimizer's state (a pytree) and the rest of the network
     (``static``: its BatchNorm statistics, which train-mode steps update, and its fixed leaves)."""
@@ -111,7 +103,7 @@ class NetworkStepper:
         self.lr = jnp.asarray(spec.optimizer.lr * lr_scale)
         self.key, self.batch_size = key, spec.batch_size
         self.continues = spec.optimizer.schedule == "constant"  # linear_decay's η_t depends on the total
-        self.program = advance_program(frozenset((compile_options or {}).items()))
+        self.program = jit_with_options(advance_steps, compile_options)
         self.options = dict(loss_name=spec.loss, direction=self.direction, schedule=spec.optimizer.schedule,
                             batch_size=spec.batch_size)
 

@@ -17,7 +17,6 @@ while the others go on.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -27,8 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ntkpipe.compile_options import measurement_jit
-from ntkpipe.filter_jit import filter_jit
+from ntkpipe.compile_options import jit_with_options, measurement_jit
 from ntkpipe.lang.schema import TrainSpec
 from ntkpipe.models import learning_rate_scale, run_keys, trainable
 from ntkpipe.ntk import empirical_ntk, flatten_gram
@@ -91,14 +89,6 @@ def _advance_pack(diffs, static, opt_states, step0, n_steps, lrs, multipliers, t
 
     diffs, opt_states, finite = jax.lax.map(lambda member: one(*member), (diffs, opt_states, lrs, data))
     return diffs, opt_states, finite, _pack_quantities(diffs, static, evals, names, chunk)
-
-
-@functools.cache
-def pack_program(options: frozenset) -> Callable:
-    """:func:`_advance_pack` compiled with the XLA ``compiler_options`` ``options`` (items): those of its
-    members' unpacked training programs (:func:`ntkpipe.compile_options.training_options`), so that
-    each member's steps are the network stepper's bit for bit."""
-    return filter_jit(_advance_pack, compiler_options=dict(options) or None)
 
 
 _pack_quantities_jit = measurement_jit(_pack_quantities)
@@ -175,7 +165,9 @@ class PackedStepper:
     every member and returns, for all members, the shared quantities the measurements read at
     checkpoint 0 (f(X_train) for the loss, and e.g. the training Gram); one they read for the
     first time later is computed then, for all members in one call, as are those of checkpoint 0
-    (:class:`PackCheckpoint`). The calls compile with ``compile_options`` (XLA's defaults if none)."""
+    (:class:`PackCheckpoint`). The calls compile with ``compile_options`` (XLA's defaults if none; a
+    pack's runs take their unpacked programs' options, so each member's steps are the network
+    stepper's bit for bit)."""
 
     def __init__(self, models: Sequence[eqx.Module], xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
                  x_tests: Sequence[np.ndarray], spec: TrainSpec, *, keys: Sequence, etas: Sequence[float],
@@ -203,7 +195,7 @@ class PackedStepper:
                                             chunk=self.chunk)
         self.lr = jnp.stack([jnp.asarray(eta * scale) for eta, scale in zip(etas, lr_scales)])
         self.keys = jnp.stack(list(keys))
-        self.program = pack_program(frozenset((compile_options or {}).items()))
+        self.program = jit_with_options(_advance_pack, compile_options)
 
     def init(self, steps: np.ndarray) -> PackState:
         self.total = jnp.asarray(int(steps[-1]))
