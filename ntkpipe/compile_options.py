@@ -1,7 +1,7 @@
 """XLA compile options by kind of program (issue 23: compile time is a quarter of the main job).
 
 On XLA:CPU, the loop emitters (:data:`LOOP_EMITTERS`) compile a program in about 0.5–0.6× the time of
-its default fusion emitters; the fusion emitters' loops run up to 1.5× faster where transcendental
+its default fusion emitters; the fusion emitters' loops run up to 1.6× faster where transcendental
 functions dominate (tanh float32), and about as fast elsewhere. ntkpipe's compiled programs are of two
 kinds:
 
