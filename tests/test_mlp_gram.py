@@ -2,6 +2,7 @@
 (its constant gradient detected from the traced program), small symmetric blocks with mirrored
 writes, inside jit."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -122,3 +123,29 @@ def test_gram_of_models_under_vmap_is_each_models_gram():
         model = jax.tree.map(lambda a, i=i: a[i], models)
         assert_close(kernels[i].sum(0), brute_force_ntk(model, x, x), rtol=1e-12)
         assert_close(kernels[i][-1], brute_force_ntk(model, x, x, readout_layer(2)), rtol=1e-12)
+
+
+def last_hidden_layer(depth):
+    """Selects the last hidden layer's weight and bias leaves in ``brute_force_ntk``."""
+    return lambda path: path in (f".weights[{depth - 2}]", f".biases[{depth - 2}]")
+
+
+@pytest.mark.parametrize("activation, depth", [("gelu", 3), ("relu", 2)])
+def test_traced_last_hidden_layer_is_one_product_per_pair_and_matches_brute_force(activation, depth):
+    """The trace of the last hidden layer's kernel from one row v = φ' ⊙ |R_{·k}| per example: GeLU's
+    φ' < 0 somewhere (the sign comes from R), a readout column of zeros (|R_{·k}| = 0), x2 = x1 in
+    blocks with mirrors and x2 ≠ x1, also under jit and in float32."""
+    model = MLP(4, 6, depth, 3, activation=activation, bias=True, output_scale=0.7, key=jax.random.key(5),
+                dtype=jnp.float64)
+    model = eqx.tree_at(lambda m: m.weights[-1], model, model.weights[-1].at[:, 2].set(0.0))
+    x1, x2 = inputs(7, 4, 0), inputs(3, 4, 1)
+    assert float(jnp.min(jax.vmap(jax.grad(jax.nn.gelu))(jnp.linspace(-3, 0, 7)))) < 0  # φ' < 0 for GeLU
+    for second, other in ((None, x1), (x2, x2)):
+        expected = reduced(brute_force_ntk(model, x1, other, last_hidden_layer(depth)), "trace")
+        layers = empirical_ntk(model, x1, second, per_layer=True, outputs="trace", block_size=3)
+        assert_close(layers[-2], expected, rtol=1e-12)
+        assert_close(layers.sum(0), reduced(brute_force_ntk(model, x1, other), "trace"), rtol=1e-12)
+        jitted = jax.jit(lambda m, a, b: empirical_ntk(m, a, b, per_layer=True, outputs="trace"))(model, x1, second)
+        assert_close(jitted[-2], expected, rtol=1e-12)
+        single = empirical_ntk(model, x1, second, per_layer=True, outputs="trace", dtype=jnp.float32)
+        assert_close(single[-2], expected, rtol=1e-5)

@@ -165,6 +165,22 @@ def _layer_grams(
     return grams
 
 
+def _traced_last_hidden(mlp: MLP, features: LayerFeatures) -> LayerFeatures:
+    r"""``features`` with the last hidden layer's gradients g_{L-1} (n, C, n_{L-1}) replaced by one row
+    v (n, 1, n_{L-1}) that has the same traced products, ⟨v(x), v(x')⟩ = Σ_c ⟨g_{L-1}^c(x), g_{L-1}^c(x')⟩.
+
+    With a constant readout gradient g_L, g_{L-1}^c(x) = φ'(z_{L-1}(x)) ⊙ R_c with R = g_L c_L W_L (C × n_{L-1}),
+    so Σ_c g^c_k(x) g^c_k(x') = φ'_k(x) φ'_k(x') |R_{·k}|², and v_k = Σ_c g^c_k R_{ck} / |R_{·k}| = φ'_k |R_{·k}|
+    (0 where |R_{·k}| = 0, as every g^c_k is then): the layer's trace product is n_{L-1} per pair instead of
+    C·n_{L-1}."""
+    inputs, grads = features
+    readout = mlp.multipliers[-1].like(mlp.weights[-1]) * mlp.weights[-1]
+    r = grads[-1][0] @ readout  # (C, n_{L-1}): the same for every example
+    norm = jnp.sqrt(jnp.sum(r * r, axis=0))
+    v = jnp.einsum("ack,ck->ak", grads[-2], r) / jnp.where(norm > 0, norm, 1)
+    return inputs, (*grads[:-2], v[:, None, :], grads[-1])
+
+
 def _rows(features: LayerFeatures, start: Int[Array, ""], size: int) -> LayerFeatures:
     return jax.tree.map(lambda a: lax.dynamic_slice_in_dim(a, start, size), features)
 
@@ -179,6 +195,9 @@ def _gram(
     outputs: str,
 ) -> Float[Array, "..."]:
     """The Gram (``features2=None``: x2 = x1) by :func:`fill_gram`, layers summed in float64 per block."""
+    if outputs == "trace" and constant_readout and mlp.depth > 1 and mlp.weights[-1].shape[0] > 1:
+        features1 = _traced_last_hidden(mlp, features1)
+        features2 = None if features2 is None else _traced_last_hidden(mlp, features2)
     second = features1 if features2 is None else features2
 
     def block(row, col):
