@@ -21,6 +21,7 @@ from ntkpipe.ntk.blocking import assemble_gram
 from ntkpipe.resources import parameter_count
 from ntkpipe.stages.inputs import run_context
 from ntkpipe.study.cost import run_features
+from ntkpipe.train import batches
 from ntkpipe.train.flops import training_flops
 from ntkpipe.train.loop import NetworkStepper, advance_steps, network_stepper
 from ntkpipe.train.packed import _advance_pack, packed_stepper
@@ -179,3 +180,18 @@ def test_other_backends_compile_measurements_without_the_cpu_options(monkeypatch
         np.testing.assert_array_equal(gram(), expected)
     finally:
         blocking._write_block.cache_clear()  # no program compiled with the unknown option outlives the test
+
+
+def test_epoch_orders_compile_with_the_loop_emitters_to_the_defaults_integers(monkeypatch):
+    """The minibatch orders' program takes the loop emitters on XLA:CPU (an option no backend knows stands
+    for them and is refused) and draws the permutations the default program draws, integer for integer."""
+    key = jax.random.key(4)
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    defaults = jax.jit(batches._orders, static_argnums=(1, 2))
+    for n, epochs, first in ((37, 8, 0), (1000, 4, 5)):
+        orders = np.asarray(batches.epoch_orders(key, n, epochs, first))
+        np.testing.assert_array_equal(orders, np.asarray(defaults(key, n, epochs, first)))
+        assert sorted(orders[-1]) == list(range(n))
+    monkeypatch.setattr(compile_options, "LOOP_EMITTERS", {"xla_no_such_option": True})
+    with pytest.raises(jax.errors.JaxRuntimeError, match="No such compile option"):
+        batches.epoch_orders(key, 5, 2)

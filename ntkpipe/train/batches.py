@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
 
+from ntkpipe.compile_options import loop_emitter_options
 from ntkpipe.train.minibatch_shapes import epochs_to_cover, padded_epochs, padded_rows
 
 ORDERS_BYTES = 64 * 2**20
@@ -88,10 +89,20 @@ def _padded(a: np.ndarray, rows: int) -> np.ndarray:
     return np.concatenate([a, np.zeros((rows - len(a), *a.shape[1:]), a.dtype)])
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2))
 def epoch_orders(key: Array, n_examples: int, epochs: int, first_epoch=0) -> Int[Array, "epochs n"]:
     """π_e = ``jax.random.permutation(fold_in(key, e), n)`` for e = first_epoch … first_epoch + epochs − 1,
-    as int32 (one epoch at a time, each as a single permutation draws it)."""
+    as int32 (one epoch at a time, each as a single permutation draws it). One program per (n, epochs),
+    compiled with the loop emitters on XLA:CPU (:func:`~ntkpipe.compile_options.loop_emitter_options`): it
+    runs once per window of epochs, and its integers are the same under either emitter."""
+    return _orders_program(frozenset(loop_emitter_options().items()))(key, n_examples, epochs, first_epoch)
+
+
+@functools.cache
+def _orders_program(options: frozenset):
+    return jax.jit(_orders, static_argnums=(1, 2), compiler_options=dict(options) or None)
+
+
+def _orders(key: Array, n_examples: int, epochs: int, first_epoch) -> Int[Array, "epochs n"]:
     def order(epoch):
         return jax.random.permutation(jax.random.fold_in(key, epoch), n_examples).astype(jnp.int32)
 
