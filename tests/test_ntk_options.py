@@ -68,7 +68,8 @@ def test_cnn_traced_and_diagonal_kernels_match_brute_force():
 
 def test_float32_kernel_error_against_float64():
     # Bound: float32 rounding (ε = 6e-8) of features and GEMMs over a few hundred terms, summed over
-    # layers in float64; measured 2–5e-7 of max |K| here, so 1e-5 leaves a 20× margin, and 1e-9
+    # leaves in float64 (jacobian) or over the layers in float32 (mlp_layers); measured 2–5e-7 of
+    # max |K| here either way, so 1e-5 leaves a 20× margin, and 1e-9
     # shows the kernel really was computed in float32.
     x = jax.random.normal(jax.random.key(0), (64, 20), jnp.float64)
     for depth, activation, num_outputs, implementation in ((3, "relu", 10, "mlp_layers"), (2, "tanh", 3, "jacobian")):

@@ -125,12 +125,13 @@ def empirical_ntk(
             Neither builds the C × C blocks; ``MLP_LAYERS`` and ``JACOBIAN`` also do C (diagonal)
             or 1 (trace) instead of C² products per example pair.
         dtype: ``jnp.float64`` or ``jnp.float32``, the dtype of the parameters, inputs, GEMMs and
-            result. In float32 the per-layer (``MLP_LAYERS``) and per-leaf (``JACOBIAN``) terms are
-            summed in float64 before rounding; XLA's float32 × float32 → float64 dot is an upcast on
-            CPU (slower than float64), so the GEMMs themselves accumulate in float32. Measured
-            max |K32 − K64| / max |K64|: 2–5e-7 for full, diagonal and traced kernels of width-256
-            MLPs (depth 2–4, ReLU/tanh, biases, C = 1–10, n = 64) by all three implementations,
-            4e-7 (``mlp_layers``, width 500, n = 400) and 2e-7 (``jacobian``) in
+            result. In float32 the per-leaf terms (``JACOBIAN``) are summed in float64 before
+            rounding, the L per-layer terms (``MLP_LAYERS``) in float32 (at most L − 1 roundings more,
+            and a float32 Gram in 0.8–0.9× the time); XLA's float32 × float32 → float64 dot is an
+            upcast on CPU (slower than float64), so the GEMMs themselves accumulate in float32.
+            Measured max |K32 − K64| / max |K64|: 2–5e-7 for full, diagonal and traced kernels of
+            width-256 MLPs (depth 2–4, ReLU/tanh, biases, C = 1–10, n = 64) by all three
+            implementations, 4e-7 (``mlp_layers``, width 500, n = 400) and 2e-7 (``jacobian``) in
             ``benchmarks/ntk_options.py``; ``tests/test_ntk_options.py`` bounds it by 1e-5.
 
     Returns:

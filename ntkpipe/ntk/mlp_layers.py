@@ -15,7 +15,9 @@ s_ℓ(x, x') = c_ℓ² ⟨h_{ℓ-1}(x), h_{ℓ-1}(x')⟩ + [bias] does not depen
 
 the trace needs one GEMM over the flattened (C·n_ℓ) gradients, n1·n2·C·n_ℓ multiply-adds instead
 of the n1·n2·C²·n_ℓ of the full kernel (:mod:`ntkpipe.ntk.outputs`), and no C × C block exists.
-With float32 features each layer's block is computed in float32 and the layers are summed in float64.
+With float32 features each layer's block is computed and the L layers are summed in float32: the sum adds
+at most (L − 1) roundings to a kernel whose products already carry float32 rounding over n_ℓ terms, and a
+float64 sum made the fused pass over each block the larger part of the float32 Gram's time.
 
 The readout layer L has f = κ z_L, so g_L = κ·I for every example and K_L^{cd} = δ_cd κ² s_L(x, x'):
 no product over n_L per pair, only s_L times the constant (C, C) matrix g_L g_Lᵀ = κ²·I, fused into
@@ -194,7 +196,7 @@ def _gram(
     per_layer: bool,
     outputs: str,
 ) -> Float[Array, "..."]:
-    """The Gram (``features2=None``: x2 = x1) by :func:`fill_gram`, layers summed in float64 per block."""
+    """The Gram (``features2=None``: x2 = x1) by :func:`fill_gram`, layers summed per block in the features' dtype."""
     if outputs == "trace" and constant_readout and mlp.depth > 1 and mlp.weights[-1].shape[0] > 1:
         features1 = _traced_last_hidden(mlp, features1)
         features2 = None if features2 is None else _traced_last_hidden(mlp, features2)
@@ -204,7 +206,6 @@ def _gram(
         grams = _layer_grams(
             mlp, _rows(features1, row, sizes[0]), _rows(second, col, sizes[1]), constant_readout, outputs
         )
-        grams = [gram.astype(jnp.float64) for gram in grams]
         return jnp.stack(grams) if per_layer else sum(grams[1:], grams[0])
 
     n1, n2 = len(features1[0][0]), len(second[0][0])
