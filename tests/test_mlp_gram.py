@@ -13,6 +13,8 @@ from ntkpipe.ntk import empirical_ntk
 from ntkpipe.ntk.mlp_layers import (
     ACCELERATOR_TILE_ROWS,
     TILE_ROWS,
+    _traced_last_hidden,
+    batched_layer_features,
     block_rows,
     has_constant_readout_gradient,
     mlp_layers_ntk,
@@ -131,7 +133,7 @@ def last_hidden_layer(depth):
 
 
 @pytest.mark.parametrize("activation, depth", [("gelu", 3), ("relu", 2)])
-def test_traced_last_hidden_layer_is_one_product_per_pair_and_matches_brute_force(activation, depth):
+def test_traced_last_hidden_layer_from_one_row_per_example_matches_brute_force(activation, depth):
     """The trace of the last hidden layer's kernel from one row v = φ' ⊙ |R_{·k}| per example: GeLU's
     φ' < 0 somewhere (the sign comes from R), a readout column of zeros (|R_{·k}| = 0), x2 = x1 in
     blocks with mirrors and x2 ≠ x1, also under jit and in float32."""
@@ -140,6 +142,8 @@ def test_traced_last_hidden_layer_is_one_product_per_pair_and_matches_brute_forc
     model = eqx.tree_at(lambda m: m.weights[-1], model, model.weights[-1].at[:, 2].set(0.0))
     x1, x2 = inputs(7, 4, 0), inputs(3, 4, 1)
     assert float(jnp.min(jax.vmap(jax.grad(jax.nn.gelu))(jnp.linspace(-3, 0, 7)))) < 0  # φ' < 0 for GeLU
+    features = _traced_last_hidden(model, batched_layer_features(model, x1))
+    assert features[1][-2].shape == (7, 1, 6)  # one row of n_{L-1} per example, not C = 3
     for second, other in ((None, x1), (x2, x2)):
         expected = reduced(brute_force_ntk(model, x1, other, last_hidden_layer(depth)), "trace")
         layers = empirical_ntk(model, x1, second, per_layer=True, outputs="trace", block_size=3)
