@@ -15,7 +15,6 @@ and a window's epochs pad them to the shapes of :mod:`ntkpipe.train.minibatch_sh
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -24,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
 
-from ntkpipe.compile_options import loop_emitter_options
+from ntkpipe.compile_options import jit_with_options, loop_emitter_options
 from ntkpipe.train.minibatch_shapes import epochs_to_cover, padded_epochs, padded_rows
 
 ORDERS_BYTES = 64 * 2**20
@@ -94,19 +93,16 @@ def epoch_orders(key: Array, n_examples: int, epochs: int, first_epoch=0) -> Int
     as int32 (one epoch at a time, each as a single permutation draws it). One program per (n, epochs),
     compiled with the loop emitters on XLA:CPU (:func:`~ntkpipe.compile_options.loop_emitter_options`): it
     runs once per window of epochs, and its integers are the same under either emitter."""
-    return _orders_program(frozenset(loop_emitter_options().items()))(key, n_examples, epochs, first_epoch)
-
-
-@functools.cache
-def _orders_program(options: frozenset):
-    return jax.jit(_orders, static_argnums=(1, 2), compiler_options=dict(options) or None)
+    program = jit_with_options(_orders, loop_emitter_options())  # n and epochs static, the first epoch traced
+    return program(key, n_examples, epochs, jnp.asarray(first_epoch))
 
 
 def _orders(key: Array, n_examples: int, epochs: int, first_epoch) -> Int[Array, "epochs n"]:
     def order(epoch):
         return jax.random.permutation(jax.random.fold_in(key, epoch), n_examples).astype(jnp.int32)
 
-    return jax.lax.map(order, first_epoch + jnp.arange(epochs))
+    index = jnp.arange(epochs)
+    return jax.lax.map(order, first_epoch.astype(index.dtype) + index)
 
 
 def batch_slots(data: TrainingSet, step: Int[Array, ""], batch_size: int) -> tuple[Int[Array, " B"], Bool[Array, " B"]]:
