@@ -15,6 +15,9 @@ kinds:
   optimizer keeps a rounding difference small, XLA's defaults otherwise; the ODE integrations of the
   theories keep XLA's defaults.
 
+The minibatch orders (:func:`ntkpipe.train.batches.epoch_orders`, one program per training-set size and
+window of epochs) take the loop emitters too: integers, the same under either emitter.
+
 The option names a field of XLA:CPU's ``DebugOptions``; other backends refuse it (XLA:GPU fails the
 compile: "No such compile option"), so programs compiled for them take none (:func:`loop_emitter_options`).
 The persistent compilation cache keys programs by their options too.
