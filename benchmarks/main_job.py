@@ -16,7 +16,10 @@ compile events (``jax.monitoring``, recorded in the thread that compiles) to it:
 - Snakemake: the wall time outside job bodies on ``--cores`` cores, wall − Σ jobs / cores, and
   in it the time until the first job starts (spec loading, planning, the DAG);
 - process CPU: user + system seconds of the Snakemake process against ``--cores`` × wall (jobs are
-  threads of one process: Python parts of two jobs take turns holding the GIL).
+  threads of one process: Python parts of two jobs take turns holding the GIL);
+- per measurement (``ntkpipe.measure.registry.REGISTRY``, each ``compute`` wrapped in a wall-clock
+  timer): calls and seconds. A measurement that first asks a checkpoint for its outputs or its NTK
+  Gram (``ModelView``), which later ones read back, pays for them, compiles included.
 
 A job belongs to the first selected study (in name order) that plans it; runs shared by several
 studies are counted once.
@@ -63,6 +66,22 @@ def record(event, seconds, **_):
         job[label] = job.get(label, 0.0) + seconds
         job["programs"] += label == "xla"
 jax.monitoring.register_event_duration_secs_listener(record)
+import atexit, dataclasses
+from ntkpipe.measure.registry import REGISTRY
+measured, lock = {{}}, threading.Lock()
+def timed_compute(name, compute):
+    def call(*args, **kwargs):
+        tic = time.perf_counter()
+        try:
+            return compute(*args, **kwargs)
+        finally:
+            with lock:
+                calls, seconds = measured.get(name, (0, 0.0))
+                measured[name] = (calls + 1, seconds + time.perf_counter() - tic)
+    return call
+for name, measurement in list(REGISTRY.items()):
+    REGISTRY[name] = dataclasses.replace(measurement, compute=timed_compute(name, measurement.compute))
+atexit.register(lambda path=out.name + ".measurements": open(path, "w").write(json.dumps(measured)))
 logged = ntkpipe.jobs.logged
 def timed(path, job, *args):
     current.job = {{"log": str(path), "programs": 0, "start": time.time()}}
@@ -80,9 +99,9 @@ main()
 
 
 def run_main_job(results: Path, studies: list[str], cores: int,
-                 extra: list[str]) -> tuple[float, float, float, list[dict]]:
-    """(process start time, wall seconds, CPU seconds (user + system), one record per job) of one
-    ``snakemake`` into ``results``."""
+                 extra: list[str]) -> tuple[float, float, float, list[dict], dict[str, list]]:
+    """(process start time, wall seconds, CPU seconds (user + system), one record per job, [calls,
+    seconds] per measurement) of one ``snakemake`` into ``results``."""
     results.mkdir(parents=True)
     records = results / "jobs.jsonl"
     records.touch()
@@ -96,7 +115,8 @@ def run_main_job(results: Path, studies: list[str], cores: int,
     wall = time.perf_counter() - tic
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return start, wall, cpu, [json.loads(line) for line in records.read_text().splitlines()]
+    measured = json.loads(Path(f"{records}.measurements").read_text())
+    return start, wall, cpu, [json.loads(line) for line in records.read_text().splitlines()], measured
 
 
 def store_seconds(path: Path) -> dict[str, float]:
@@ -191,6 +211,14 @@ def table(title: str, rows: dict[str, dict]) -> list[str]:
     return lines
 
 
+def measurement_table(measured: dict[str, list]) -> list[str]:
+    """A Markdown table of every measurement's calls and wall seconds, the largest first."""
+    lines = ["| measurement | calls | s | ms per call |", "|---|---:|---:|---:|"]
+    for name, (calls, seconds) in sorted(measured.items(), key=lambda kv: -kv[1][1]):
+        lines.append(f"| {name} | {calls} | {seconds:.1f} | {1e3 * seconds / calls:.1f} |")
+    return lines
+
+
 def summary(wall: float, cpu: float, start: float, records: list[dict], cores: int, per_rule: dict) -> list[str]:
     summed = sum(r["wall"] for r in per_rule.values())
     compile_s = sum(r["compile"] for r in per_rule.values())
@@ -232,13 +260,13 @@ def main() -> None:
         results = args.keep.resolve() if args.keep else Path(tmp) / "results"
         if results.exists():
             parser.error(f"--keep {args.keep}: exists; name a new directory")
-        start, wall, cpu, records = run_main_job(results, args.studies, args.cores, args.snakemake_args)
+        start, wall, cpu, records, measured = run_main_job(results, args.studies, args.cores, args.snakemake_args)
         per_study, per_rule = breakdown(results, records, args.studies)
     load = os.getloadavg()
     lines = [f"`python benchmarks/main_job.py {' '.join(sys.argv[1:])}` "
              f"({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average at the end {load[0]:.1f}):", "",
              *summary(wall, cpu, start, records, args.cores, per_rule), "", *table("study", per_study), "",
-             *table("rule", per_rule)]
+             *table("rule", per_rule), "", *measurement_table(measured)]
     print("\n".join(lines))
     if args.readme:
         refresh_readme("\n".join(lines))
