@@ -28,6 +28,14 @@ studies are counted once.
     python benchmarks/main_job.py --studies phase_diagram nad_tasks # some
     python benchmarks/main_job.py --studies nad_tasks --readme      # and refresh benchmarks/README.md
     python benchmarks/main_job.py --studies nad_tasks --keep /tmp/r # keep the results (to compare them)
+    python benchmarks/main_job.py --against 6d9bfa4                 # and the ratio to that revision's main job
+
+With ``--against REV`` the same main job of revision ``REV`` (a git worktree of this repository, its own
+``ntkpipe`` first on the path, a fresh results directory and so a cold compilation cache) runs first,
+plain ``snakemake``, and the report gives this code's wall time as a ratio to it: seconds of one host
+at one hour compare, seconds of different hours of a shared host do not (a float64 GEMM in NumPy, timed
+before, between and after the two jobs, shows how far the host drifted). ``6d9bfa4`` is ``main`` when
+issue 23 measured the main job at 526–548 s.
 """
 
 from __future__ import annotations
@@ -117,6 +125,38 @@ def run_main_job(results: Path, studies: list[str], cores: int,
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     measured = json.loads(Path(f"{records}.measurements").read_text())
     return start, wall, cpu, [json.loads(line) for line in records.read_text().splitlines()], measured
+
+
+def revision_wall(rev: str, studies: list[str], cores: int, extra: list[str]) -> float:
+    """Wall seconds of the main job of revision ``rev`` (plain ``snakemake --cores``, its default target)
+    in a temporary git worktree, with that worktree's ``ntkpipe`` first on the path, into a fresh results
+    directory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree, results = Path(tmp) / "tree", Path(tmp) / "results"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), rev], check=True,
+                       capture_output=True)
+        try:
+            config = [f"results={results}"] + ([f"studies={','.join(studies)}"] if studies else [])
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            tic = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(cores), "--quiet", "--config", *config,
+                            *extra], cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return time.perf_counter() - tic
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
+
+
+def gemm_rate(n: int = 4000, repeats: int = 5) -> float:
+    """GFLOP/s of NumPy's float64 n × n GEMM, the median of ``repeats``: how fast the host is now."""
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal((n, n))
+    seconds = []
+    for _ in range(repeats):
+        tic = time.perf_counter()
+        a @ a.T
+        seconds.append(time.perf_counter() - tic)
+    return 2 * n**3 / float(np.median(seconds)) / 1e9
 
 
 def store_seconds(path: Path) -> dict[str, float]:
@@ -250,22 +290,32 @@ def main() -> None:
     parser.add_argument("--warm", type=Path, help="use this JAX compilation cache instead of a cold one")
     parser.add_argument("--keep", type=Path, help="write the results here (a new directory) and keep them")
     parser.add_argument("--readme", action="store_true", help="refresh the generated block of benchmarks/README.md")
+    parser.add_argument("--against", metavar="REV", help="first run revision REV's main job, and report the ratio")
     parser.add_argument("snakemake_args", nargs="*", help="after --: more snakemake arguments (e.g. --config pack=1)")
     args = parser.parse_args()
     if args.warm:
         os.environ["NTKPIPE_JAX_CACHE"] = str(args.warm.resolve())
     else:
         os.environ.pop("NTKPIPE_JAX_CACHE", None)
+    if args.keep and args.keep.exists():
+        parser.error(f"--keep {args.keep}: exists; name a new directory")
+    rates, against = [gemm_rate()], None
+    if args.against:
+        against = revision_wall(args.against, args.studies, args.cores, args.snakemake_args)
+        rates.append(gemm_rate())
     with tempfile.TemporaryDirectory() as tmp:
         results = args.keep.resolve() if args.keep else Path(tmp) / "results"
-        if results.exists():
-            parser.error(f"--keep {args.keep}: exists; name a new directory")
         start, wall, cpu, records, measured = run_main_job(results, args.studies, args.cores, args.snakemake_args)
         per_study, per_rule = breakdown(results, records, args.studies)
+    rates.append(gemm_rate())
     load = os.getloadavg()
+    host = f"NumPy's float64 4000² GEMM at {', '.join(f'{r:.0f}' for r in rates)} GFLOP/s" + (
+        " (before, between and after the two jobs)" if against else " (before and after the job)")
+    ratio = ([f"revision {args.against}: wall {against:.1f} s, run just before; this code / {args.against}: "
+              f"**{wall / against:.2f}**"] if against else [])
     lines = [f"`python benchmarks/main_job.py {' '.join(sys.argv[1:])}` "
-             f"({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average at the end {load[0]:.1f}):", "",
-             *summary(wall, cpu, start, records, args.cores, per_rule), "", *table("study", per_study), "",
+             f"({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average at the end {load[0]:.1f}; "
+             f"{host}):", "", *summary(wall, cpu, start, records, args.cores, per_rule), *ratio, "", *table("study", per_study), "",
              *table("rule", per_rule), "", *measurement_table(measured)]
     print("\n".join(lines))
     if args.readme:
