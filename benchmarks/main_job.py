@@ -106,6 +106,11 @@ main()
 """
 
 
+def snakemake_config(results: Path, studies: list[str]) -> list[str]:
+    """The ``--config`` values of a main job into ``results`` (of ``studies`` only, if any)."""
+    return [f"results={results}"] + ([f"studies={','.join(studies)}"] if studies else [])
+
+
 def run_main_job(results: Path, studies: list[str], cores: int,
                  extra: list[str]) -> tuple[float, float, float, list[dict], dict[str, list]]:
     """(process start time, wall seconds, CPU seconds (user + system), one record per job, [calls,
@@ -113,9 +118,8 @@ def run_main_job(results: Path, studies: list[str], cores: int,
     results.mkdir(parents=True)
     records = results / "jobs.jsonl"
     records.touch()
-    config = [f"results={results}"] + ([f"studies={','.join(studies)}"] if studies else [])
     cmd = [sys.executable, "-c", SNAKEMAKE_TIMING_JOBS, str(records), "--cores", str(cores), "--quiet", "all",
-           "--config", *config, *extra]
+           "--config", *snakemake_config(results, studies), *extra]
     start = time.time()
     tic = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -136,11 +140,11 @@ def revision_wall(rev: str, studies: list[str], cores: int, extra: list[str]) ->
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), rev], check=True,
                        capture_output=True)
         try:
-            config = [f"results={results}"] + ([f"studies={','.join(studies)}"] if studies else [])
-            env = {**os.environ, "PYTHONPATH": str(tree)}
+            env = {k: v for k, v in os.environ.items() if k != "NTKPIPE_JAX_CACHE"} | {"PYTHONPATH": str(tree)}
             tic = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(cores), "--quiet", "--config", *config,
-                            *extra], cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(cores), "--quiet", "--config",
+                            *snakemake_config(results, studies), *extra], cwd=tree, env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             return time.perf_counter() - tic
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
