@@ -1,6 +1,7 @@
 """No side effects on import: ``import ntkpipe`` leaves JAX's 64-bit types off, imports neither
-matplotlib nor diffrax and selects no device; the float64 library (kernels, eigendecompositions,
-kernel regression, theory) still returns float64 in such a session (ntkpipe.ntk.precision.with_x64).
+matplotlib nor diffrax, nor SciPy's ODE solvers and image resampling (imported with the study plan
+that every job process reads: ≈ 0.4 s of each job's start on a cluster), and selects no device; the
+float64 library (kernels, eigendecompositions, kernel regression, theory) still returns float64 in such a session (ntkpipe.ntk.precision.with_x64).
 No import cycles between ntkpipe's subpackages, ``TYPE_CHECKING`` imports included.
 
 Each check runs in a fresh interpreter: this test process enabled x64 in conftest, as a job does."""
@@ -34,7 +35,8 @@ def test_import_has_no_global_side_effects():
         import os, sys
         import jax
         import ntkpipe, ntkpipe.jobs, ntkpipe.cli, ntkpipe.workflow, ntkpipe.study.plan
-        heavy = sorted({m.split(".")[0] for m in sys.modules} & {"matplotlib", "diffrax"})
+        heavy = sorted({m.split(".")[0] for m in sys.modules} & {"matplotlib", "diffrax"}
+                       | set(sys.modules) & {"scipy.integrate", "scipy.ndimage"})
         print(jax.config.jax_enable_x64, heavy, "CUDA_VISIBLE_DEVICES" in os.environ)
     """)
     assert out.split("\n")[-2] == "False [] False"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-import scipy.ndimage
 
 LUMINANCE = np.array([0.299, 0.587, 0.114])
 """ITU-R BT.601 weights of R, G, B."""
@@ -13,6 +12,8 @@ LUMINANCE = np.array([0.299, 0.587, 0.114])
 
 def resize(images: np.ndarray, size: int) -> np.ndarray:
     """(n, H, W, C) images resized to (n, size, size, C) by bilinear interpolation (order-1 spline)."""
+    import scipy.ndimage  # on first use: every job process imports this module with its study's plan
+
     n, h, w, _ = images.shape
     zoomed = scipy.ndimage.zoom(images, (1, size / h, size / w, 1), order=1, grid_mode=True, mode="nearest")
     return cast(np.ndarray, zoomed)  # an ndarray for an ndarray input (scipy's inferred type is wider)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 
 def _log_gain_rate(s: float, depth: int):
@@ -45,6 +44,8 @@ def gain_trajectory(times, c0: float, s: float, depth: int) -> np.ndarray:
     times = np.asarray(times, dtype=np.float64)
     if not 0.0 < c0 < s:
         raise ValueError(f"need 0 < c0 < s, got c0={c0}, s={s}")
+    from scipy.integrate import solve_ivp  # on first use: the planner imports this module (theory overlays)
+
     sol = solve_ivp(_log_gain_rate(s, depth), (0.0, float(times.max())), [math.log(c0)], t_eval=times,
                     method="LSODA", rtol=1e-10, atol=1e-12)
     if not sol.success:
@@ -73,6 +74,8 @@ def gain_time(c0: float, s: float, depth: int, level: float) -> float:
     reached.terminal = True
     reached.direction = 1.0
     horizon = 10.0 * half_loss_time_asymptote(c0, s, depth) + 100.0 / s
+    from scipy.integrate import solve_ivp  # on first use, as in gain_trajectory
+
     sol = solve_ivp(_log_gain_rate(s, depth), (0.0, horizon), [math.log(c0)], events=reached,
                     method="LSODA", rtol=1e-11, atol=1e-12)
     if sol.t_events[0].size == 0:

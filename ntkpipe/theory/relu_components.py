@@ -27,7 +27,6 @@ z = y/|y| and ±1 labels (|y|² = P) with r ≈ y early on, α̇(ŷ) ≈ (P + 1)
 from __future__ import annotations
 
 import numpy as np
-from scipy.integrate import cumulative_trapezoid
 
 
 def component_rates(f: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
@@ -47,5 +46,7 @@ def component_trajectories(time: np.ndarray, f: np.ndarray, y: np.ndarray,
     """α(ŷ), tr(K_V)/P and β(ŷ) over ``time``: ``initial`` values plus the rates of
     :func:`component_rates` at the measured outputs ``f`` (T, P), integrated by the trapezoid rule
     over the checkpoint times (which may be log-spaced)."""
+    from scipy.integrate import cumulative_trapezoid  # on first use: the planner imports this module
+
     return {name: initial[name] + cumulative_trapezoid(rate, time, initial=0.0)
             for name, rate in component_rates(f, y).items()}
