@@ -60,6 +60,10 @@ def _outputs(net, x):
     return jax.vmap(net)(x)
 
 
+_forward_batch = eqx.filter_jit(forward_batch)
+"""``forward_batch`` as one program per network and batch size, not one per operation (≈ 100 per call)."""
+
+
 def _brute_force_ntk(net, x) -> np.ndarray:
     """K[i, j, c, d] = Σ_p ∂f_c(x_i)/∂θ_p ∂f_d(x_j)/∂θ_p from the explicit Jacobian of each example's
     outputs (one example at a time: no batch coupling), compiled once for all the examples (vmap)."""
@@ -133,7 +137,7 @@ def test_training_updates_batch_statistics_and_lowers_the_loss(options):
                                      "checkpoints": {"spacing": "linear", "count": 2}})
 
     def train_loss(model):  # the train-mode loss that the steps descend
-        return float(jnp.mean((forward_batch(model, jnp.asarray(x), jnp.ones(12))[0] - y) ** 2) / 2)
+        return float(jnp.mean((_forward_batch(model, jnp.asarray(x), jnp.ones(12))[0] - y) ** 2) / 2)
 
     trajectory = train(net, x, y, spec, key=jax.random.PRNGKey(0), measure=lambda m, i, last: {})
     after = trajectory.model
@@ -158,8 +162,8 @@ def test_the_batch_statistics_are_those_of_the_real_examples():
     _, net = _network(RESNET, "batch")
     x = jax.random.normal(jax.random.PRNGKey(7), (4, *SHAPE), jnp.float64)
     padded = jnp.concatenate([x, x[:2] * 5.0])
-    f, updated = forward_batch(net, x, jnp.ones(4))
-    f_padded, updated_padded = forward_batch(net, padded, jnp.array([1.0] * 4 + [0.0] * 2))
+    f, updated = _forward_batch(net, x, jnp.ones(4))
+    f_padded, updated_padded = _forward_batch(net, padded, jnp.array([1.0] * 4 + [0.0] * 2))
     np.testing.assert_allclose(np.asarray(f_padded[:4]), np.asarray(f), rtol=1e-10)
     for a, b in zip(jax.tree.leaves(updated), jax.tree.leaves(updated_padded)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10)
