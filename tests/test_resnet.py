@@ -46,8 +46,8 @@ def _cast(net, dtype):
 
 def _perturbed(net, seed: int):
     """Every array of ``net`` (weights, BatchNorm scales, offsets and running statistics) moved by 0.3·|N(0, 1)|,
-    so that no BatchNorm is the identity and every bias matters. Drawn by NumPy on the host: one jitted
-    draw per leaf compiled for 6–7 s per network (threefry for each of its dozens of weight shapes)."""
+    so that no BatchNorm is the identity and every bias matters. Drawn by NumPy on the host: as one jitted
+    program (a threefry draw per weight shape) it compiled for 6–7 s per network."""
     rng = np.random.default_rng(seed)
     leaves, treedef = jax.tree.flatten(net)
     return treedef.unflatten([jnp.asarray(np.asarray(a) + 0.3 * np.abs(rng.standard_normal(a.shape)).astype(a.dtype))
