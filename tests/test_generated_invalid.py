@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 import annotated_types
-import yaml
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
@@ -21,7 +20,7 @@ from ntkpipe.data.sources import SOURCES
 from ntkpipe.lang import schema
 from ntkpipe.lang.axes import models_in
 from ntkpipe.lang.yaml_lines import load_with_lines
-from tests.strategies import valid_studies
+from tests.strategies import valid_studies, yaml_text
 
 SECTIONS = {"data": schema.DataSpec, "train": schema.TrainSpec}
 
@@ -162,7 +161,7 @@ def test_a_mutated_valid_study_is_stopped_with_file_line_and_key(data, tmp_path_
     drawn = data.draw(valid_studies(directory, name="gen"), label="valid study")
     spec, path, kind = data.draw(mutations(drawn.spec), label="mutation")
     target = directory / "mutated.yaml"
-    target.write_text(yaml.safe_dump(spec, sort_keys=False))
+    target.write_text(yaml_text(spec))
     note(target.read_text())
     event(kind)
     _, lines = load_with_lines(target)

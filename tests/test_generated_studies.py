@@ -46,6 +46,7 @@ from tests.strategies import (
     STAGE_MODELS,
     DrawnStudy,
     valid_studies,
+    yaml_text,
 )
 from tests.test_data_files import MNIST_NAMES, idx_bytes, write_batch
 
@@ -168,7 +169,7 @@ def study_failures(study: DrawnStudy, workdir: Path) -> list[str]:
 def _edit(path: Path, change) -> dict:
     spec = yaml.safe_load(path.read_text())
     change(spec)
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    path.write_text(yaml_text(spec))
     return spec
 
 
