@@ -31,6 +31,13 @@ def _log_gain_rate(s: float, depth: int):
     return rhs
 
 
+def _integrate_log_gain(c0: float, s: float, depth: int, horizon: float, **options):
+    """ln c(t) of Eq. (1) from ln c₀ over [0, horizon] (LSODA; ``options`` to ``solve_ivp``)."""
+    from scipy.integrate import solve_ivp  # on first use: the planner imports this module (theory overlays)
+
+    return solve_ivp(_log_gain_rate(s, depth), (0.0, horizon), [math.log(c0)], method="LSODA", **options)
+
+
 def half_loss_gain(c0: float, s: float, irreducible: float = 0.0) -> float:
     """The gain c½ at which ½(s − c)² + L_irr is half the initial loss ½(s − c₀)² + L_irr."""
     gap_sq = 0.5 * (s - c0) ** 2 - irreducible
@@ -44,10 +51,7 @@ def gain_trajectory(times, c0: float, s: float, depth: int) -> np.ndarray:
     times = np.asarray(times, dtype=np.float64)
     if not 0.0 < c0 < s:
         raise ValueError(f"need 0 < c0 < s, got c0={c0}, s={s}")
-    from scipy.integrate import solve_ivp  # on first use: the planner imports this module (theory overlays)
-
-    sol = solve_ivp(_log_gain_rate(s, depth), (0.0, float(times.max())), [math.log(c0)], t_eval=times,
-                    method="LSODA", rtol=1e-10, atol=1e-12)
+    sol = _integrate_log_gain(c0, s, depth, float(times.max()), t_eval=times, rtol=1e-10, atol=1e-12)
     if not sol.success:
         raise RuntimeError(f"gain ODE failed: {sol.message}")
     return np.exp(sol.y[0])
@@ -74,10 +78,7 @@ def gain_time(c0: float, s: float, depth: int, level: float) -> float:
     reached.terminal = True
     reached.direction = 1.0
     horizon = 10.0 * half_loss_time_asymptote(c0, s, depth) + 100.0 / s
-    from scipy.integrate import solve_ivp  # on first use, as in gain_trajectory
-
-    sol = solve_ivp(_log_gain_rate(s, depth), (0.0, horizon), [math.log(c0)], events=reached,
-                    method="LSODA", rtol=1e-11, atol=1e-12)
+    sol = _integrate_log_gain(c0, s, depth, horizon, events=reached, rtol=1e-11, atol=1e-12)
     if sol.t_events[0].size == 0:
         raise RuntimeError(f"gain {level} not reached by t={horizon} (c0={c0}, s={s}, L={depth})")
     return float(sol.t_events[0][0])
