@@ -14,8 +14,6 @@ studies): ``HYPOTHESIS_PROFILE=long python -m pytest tests/test_generated_studie
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -121,21 +119,23 @@ def snakemake_run(workdir: Path) -> None:
         os.chdir(cwd)
 
 
-def dry_run(workdir: Path) -> dict[str, list[str]]:
-    """``snakemake -n``: the jobs that would run, as rule → their outputs."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(REPO / "Snakefile"),
-                           "-d", str(workdir)], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    jobs: dict[str, list[str]] = {}
-    rule = None
-    for line in proc.stdout.splitlines():
-        if m := re.match(r"^(?:local)?rule (\w+):$", line):
-            rule = m.group(1)
-        elif rule and (m := re.match(r"^\s+output: (.*)$", line)):
-            jobs.setdefault(rule, []).extend(p.strip() for p in m.group(1).split(","))
-            rule = None
-    return jobs
+def dry_run(workdir: Path) -> list[str]:
+    """``snakemake -n`` in this process: the outputs of the jobs that would run (Snakemake's dry-run
+    executor, the DAG a ``snakemake -n`` in ``workdir`` builds)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import Quietness
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+
+    outputs: list[str] = []
+    cwd = os.getcwd()
+    try:
+        with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+            workflow = api.workflow(resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(config={}),
+                                    snakefile=REPO / "Snakefile", workdir=workdir)
+            workflow.dag(DAGSettings()).execute_workflow(executor="dryrun", updated_files=outputs)
+    finally:
+        os.chdir(cwd)
+    return outputs
 
 
 # ------------------------------------------------------------------ the invariants
@@ -180,8 +180,9 @@ def _job_ids(workdir: Path, name: str) -> set[str]:
             | {job.id for job in plan.finals.values()})
 
 
-STUDY_RULES = ("aggregate", "plot", "table", "phase_table", "index", "claims")
-"""Rules whose outputs sit under results/<study>/; every other rule makes a store named by its id."""
+STORE_DIRECTORIES = ("runs", "stages", "finals")
+"""The directories under results/ of the stores named by their id (runs, stages, finals); every other
+output (a study's dataset, figures, tables, claims, index) sits under results/<study>/."""
 
 
 def check_study_set(studies: list[DrawnStudy], workdir: Path) -> None:
@@ -191,7 +192,7 @@ def check_study_set(studies: list[DrawnStudy], workdir: Path) -> None:
     failures = {s.name: f for s in studies if (f := study_failures(s, workdir))}
     assert not failures, "\n".join(f"{name}:\n{next(s for s in studies if s.name == name).text()}\n" + "\n".join(f)
                                    for name, f in failures.items())
-    assert dry_run(workdir) == {}, "a second run still has jobs to do"
+    assert dry_run(workdir) == [], "a second run still has jobs to do"
 
     # one leaf edited in each of two studies: a figure title (the first study with figures) and the
     # learning rate (another study); the dry run must hold exactly the jobs whose ids changed
@@ -204,16 +205,16 @@ def check_study_set(studies: list[DrawnStudy], workdir: Path) -> None:
         _edit(workdir / "specs" / f"{trained.name}.yaml",
               lambda s: s["train"]["optimizer"].update(lr=s["train"]["optimizer"]["lr"] * 0.5))
     changed = (_job_ids(workdir, trained.name) - before) if trained else set()
-    jobs = dry_run(workdir)
-    stores = {Path(p).stem for rule, outs in jobs.items() if rule not in (*STUDY_RULES, "all") for p in outs}
+    outputs = [Path(p).relative_to("results") for p in dry_run(workdir)]
+    stores = {p.stem for p in outputs if p.parts[0] in STORE_DIRECTORIES}
     assert stores == changed, f"after the edits the stores {sorted(stores)} are made; the new ids are {sorted(changed)}"
-    touched = {Path(p).parts[1] for rule, outs in jobs.items() if rule in STUDY_RULES for p in outs}
+    touched = {p.parts[0] for p in outputs if p.parts[0] not in STORE_DIRECTORIES}
     # a study dataset records its resolved spec (and its claims' verdicts), so both edited studies are
     # aggregated again, also when the edited learning rate is overridden by a sweep axis (no new run)
     expected = {s.name for s in (titled, trained) if s is not None}
     assert touched == expected, f"studies whose dataset, table or figures are made again: {touched}, expected {expected}"
     if titled is not None:
-        assert any(f"/{titled.name}/figures/" in p for p in jobs.get("plot", [])), "the title edit redraws no figure"
+        assert any(p.parts[:2] == (titled.name, "figures") for p in outputs), "the title edit redraws no figure"
 
 
 @settings(max_examples=max(1, settings().max_examples // EXAMPLES_PER_WORKFLOW))
