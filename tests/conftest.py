@@ -164,35 +164,49 @@ def repo() -> Path:
     return REPO
 
 
-def run_snakemake(workdir: Path, *, config: dict | None = None, targets: list[str] | None = None,
-                  cores: int = 2) -> list[str]:
-    """Run the repository's Snakefile in ``workdir``; return the files the run made or updated."""
+@contextmanager
+def snakemake_workflow(workdir: Path, *, config: dict | None = None, cores: int = 2, quiet=("progress", "rules")):
+    """The repository's Snakefile in ``workdir`` through Snakemake's API in this process (Snakemake ≥ 8
+    has no ``snakemake()``), as ``snakemake --config …`` there reads it: yields the workflow
+    (``snakemake.api.WorkflowApi``); this process's working directory is restored on the way out.
+    ``quiet``: the Quietness names of the output left out."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import (
-        ConfigSettings,
-        DAGSettings,
-        ExecutionSettings,
-        OutputSettings,
-        ResourceSettings,
-    )
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
 
-    updated: list[str] = []
     cwd = os.getcwd()
     try:
-        with SnakemakeApi(OutputSettings(quiet={Quietness.PROGRESS, Quietness.RULES})) as api:
-            workflow = api.workflow(
-                resource_settings=ResourceSettings(cores=cores),
-                config_settings=ConfigSettings(config=config or {}),
-                snakefile=REPO / "Snakefile",
-                workdir=Path(workdir),
-            )
-            dag = workflow.dag(DAGSettings(targets=set(targets or [])))
-            dag.execute_workflow(executor="local", execution_settings=ExecutionSettings(use_threads=True),
-                                 updated_files=updated)
+        with SnakemakeApi(OutputSettings(quiet={Quietness.parse_choice(q) for q in quiet})) as api:
+            yield api.workflow(resource_settings=ResourceSettings(cores=cores),
+                               config_settings=ConfigSettings(config=config or {}),
+                               snakefile=REPO / "Snakefile", workdir=Path(workdir))
     finally:
         os.chdir(cwd)
+
+
+def run_snakemake(workdir: Path, *, config: dict | None = None, targets: list[str] | None = None,
+                  cores: int = 2, keep_going: bool = False) -> list[str]:
+    """Run the repository's Snakefile in ``workdir``, its jobs in threads; return the files the run made
+    or updated (``keep_going``: past a failed job, as ``--keep-going``)."""
+    from snakemake.settings.types import DAGSettings, ExecutionSettings
+
+    updated: list[str] = []
+    with snakemake_workflow(workdir, config=config, cores=cores) as workflow:
+        workflow.dag(DAGSettings(targets=set(targets or []))).execute_workflow(
+            executor="local", execution_settings=ExecutionSettings(use_threads=True, keep_going=keep_going),
+            updated_files=updated)
     return sorted(os.path.relpath(f, workdir) if os.path.isabs(f) else f for f in updated)
+
+
+def dry_run(workdir: Path, *, config: dict | None = None) -> list[str]:
+    """``snakemake -n`` in ``workdir``, in this process: the outputs of the jobs a run would make
+    (Snakemake's dry-run executor)."""
+    from snakemake.settings.types import DAGSettings
+
+    outputs: list[str] = []
+    with snakemake_workflow(workdir, config=config, cores=1, quiet=("all",)) as workflow:
+        workflow.dag(DAGSettings()).execute_workflow(executor="dryrun", updated_files=outputs)
+    return outputs
 
 
 def run_study_jobs(text: str, directory: Path):

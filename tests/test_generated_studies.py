@@ -31,8 +31,9 @@ from ntkpipe.layout import open_dataset
 from ntkpipe.measure.registry import REGISTRY, variable_attrs
 from ntkpipe.stages import STAGES
 from ntkpipe.study.checks import SKIP_CHECKSUMS
+from ntkpipe.study.load import RESERVED_NAMES
 from ntkpipe.workflow import build_index
-from tests.conftest import REPO
+from tests.conftest import dry_run, run_snakemake
 from tests.strategies import (
     ARCHITECTURE_BUILDERS,
     ARCHITECTURES,
@@ -96,46 +97,10 @@ def monkeypatch_module():
 
 def snakemake_run(workdir: Path) -> None:
     """Run every study in ``workdir/specs``; keep going past a failed job (the checks name it)."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import (
-        ConfigSettings,
-        DAGSettings,
-        ExecutionSettings,
-        OutputSettings,
-        ResourceSettings,
-    )
-
-    cwd = os.getcwd()
     try:
-        with SnakemakeApi(OutputSettings(quiet={Quietness.PROGRESS, Quietness.RULES})) as api:
-            workflow = api.workflow(resource_settings=ResourceSettings(cores=2), config_settings=ConfigSettings(config={}),
-                                    snakefile=REPO / "Snakefile", workdir=workdir)
-            workflow.dag(DAGSettings()).execute_workflow(
-                executor="local", execution_settings=ExecutionSettings(use_threads=True, keep_going=True))
+        run_snakemake(workdir, keep_going=True)
     except Exception as err:  # a failed job: reported per study below
         print(f"snakemake: {type(err).__name__}: {err}", file=sys.stderr)
-    finally:
-        os.chdir(cwd)
-
-
-def dry_run(workdir: Path) -> list[str]:
-    """``snakemake -n`` in this process: the outputs of the jobs that would run (Snakemake's dry-run
-    executor, the DAG a ``snakemake -n`` in ``workdir`` builds)."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
-
-    outputs: list[str] = []
-    cwd = os.getcwd()
-    try:
-        with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-            workflow = api.workflow(resource_settings=ResourceSettings(cores=1), config_settings=ConfigSettings(config={}),
-                                    snakefile=REPO / "Snakefile", workdir=workdir)
-            workflow.dag(DAGSettings()).execute_workflow(executor="dryrun", updated_files=outputs)
-    finally:
-        os.chdir(cwd)
-    return outputs
 
 
 # ------------------------------------------------------------------ the invariants
@@ -180,9 +145,6 @@ def _job_ids(workdir: Path, name: str) -> set[str]:
             | {job.id for job in plan.finals.values()})
 
 
-STORE_DIRECTORIES = ("runs", "stages", "finals")
-"""The directories under results/ of the stores named by their id (runs, stages, finals); every other
-output (a study's dataset, figures, tables, claims, index) sits under results/<study>/."""
 
 
 def check_study_set(studies: list[DrawnStudy], workdir: Path) -> None:
@@ -206,9 +168,9 @@ def check_study_set(studies: list[DrawnStudy], workdir: Path) -> None:
               lambda s: s["train"]["optimizer"].update(lr=s["train"]["optimizer"]["lr"] * 0.5))
     changed = (_job_ids(workdir, trained.name) - before) if trained else set()
     outputs = [Path(p).relative_to("results") for p in dry_run(workdir)]
-    stores = {p.stem for p in outputs if p.parts[0] in STORE_DIRECTORIES}
+    stores = {p.stem for p in outputs if p.parts[0] in RESERVED_NAMES}
     assert stores == changed, f"after the edits the stores {sorted(stores)} are made; the new ids are {sorted(changed)}"
-    touched = {p.parts[0] for p in outputs if p.parts[0] not in STORE_DIRECTORIES}
+    touched = {p.parts[0] for p in outputs if p.parts[0] not in RESERVED_NAMES}
     # a study dataset records its resolved spec (and its claims' verdicts), so both edited studies are
     # aggregated again, also when the edited learning rate is overridden by a sweep axis (no new run)
     expected = {s.name for s in (titled, trained) if s is not None}

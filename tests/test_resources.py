@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 from jax.flatten_util import ravel_pytree
@@ -13,6 +11,7 @@ from ntkpipe.data import input_shape, load_dataset, output_count
 from ntkpipe.lang.schema import RunSpec
 from ntkpipe.models import build_model, trainable
 from ntkpipe.resources import MIB, memory_mb, pack_memory_mb, parameter_count, run_memory_mb
+from tests.conftest import snakemake_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,8 +47,6 @@ def test_a_pack_adds_its_members_training_grams_on_device_and_host():
 
 
 def test_every_rule_has_a_log_and_passes_lint():
-    out = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--config", "studies=silent_alignment",
-                          "pack=1"],  # also the train_pack_<id> rules
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert "Lints for" not in out.stdout + out.stderr
+    # `snakemake --lint --config studies=silent_alignment pack=1` (pack: also the train_pack_<id> rules)
+    with snakemake_workflow(ROOT, config={"studies": "silent_alignment", "pack": 1}) as workflow:
+        assert workflow.lint() is False, "Snakemake printed lints (above)"
