@@ -29,7 +29,7 @@ from ntkpipe.train import driver, snapshot
 from tests.conftest import REPO
 
 train_run_module = importlib.import_module("ntkpipe.jobs.training")  # the module (the package exports the job function)
-# the runs here train for seconds (LONG: 120000 steps), and the jobs Snakemake starts compile as the product does
+# the runs here train for seconds (LONG: 80000 steps), and the jobs Snakemake starts compile as the product does
 pytestmark = pytest.mark.usefixtures("optimized_xla")
 
 GD = """\
@@ -256,17 +256,23 @@ def test_job_process_killed_mid_training_resumes(tmp_path, name, sig):
     assert_same_stores(reference, job.path)
 
 
-# One run that trains for seconds between its two checkpoints, 0 and 120000 (GD in float64: bit-identical on resume).
+LONG_STEPS = 80000
+"""The steps of :data:`LONG`: about 9 s of training on a 2-core machine (9000 steps/s). A signal 2 CPU
+seconds after its job starts stops it at the end of its first or second piece (the driver's pieces last
+about ``PIECE_SECONDS`` however fast the machine): at steps 11000–30000 in four runs there, so a machine
+up to 2.5× as fast still stops it between the checkpoints."""
+
+# One run that trains for seconds between its two checkpoints, 0 and LONG_STEPS (GD in float64: bit-identical on resume).
 LONG = """\
 data: {source: linear_teacher, dim: 16, n_train: 64, gamma: 0.0}
 model: {depth: 3, width: 64, activation: tanh, sigma: 0.8}
 train:
   optimizer: {name: gd, lr: 0.01}
   dtype: float64
-  steps: 120000
+  steps: STEPS
   checkpoints: {spacing: linear, count: 1}
 measure: [loss, alignment]
-"""
+""".replace("STEPS", str(LONG_STEPS))
 
 
 @pytest.fixture(scope="module")
@@ -333,20 +339,20 @@ def test_a_signal_to_snakemake_stops_training_in_its_job_thread_and_the_rerun_re
     store = tmp_path / "results" / "runs" / job.path.name
     resume = resume_file(store)
     log = tmp_path / "results" / "logs" / "train" / f"{job.id}.log"
-    for wait in (3, 6, 12):  # CPU seconds of the Snakemake process after the job's log appears
+    for wait in (2, 4, 6):  # CPU seconds of the Snakemake process after the job's log appears (6: ≈ 5 s trained)
         process, text, stopped = signal_after(tmp_path, log, sig, wait)
         if not log.exists() or "it had taken no step" not in log.read_text():
             break
         shutil.rmtree(tmp_path / "results")  # signalled while the job still compiled: again, later
     assert process.returncode != 0 and not store.exists() and resume.is_file(), text[-3000:]
     name = signal.Signals(sig).name
-    said = re.search(rf"{name} at step (\d+) of 120000; its state is saved", log.read_text())
+    said = re.search(rf"{name} at step (\d+) of {LONG_STEPS}; its state is saved", log.read_text())
     meta = snapshot.read(resume).meta
     assert said and meta["done"] == int(said.group(1)) and meta["index"] == 1, text[-3000:]
-    assert 0 < meta["done"] < 120000 and stopped < 30, (meta["done"], stopped)  # between checkpoints 0 and 120000
+    assert 0 < meta["done"] < LONG_STEPS and stopped < 30, (meta["done"], stopped)  # between checkpoints 0 and LONG_STEPS
     rerun = snakemake_run(tmp_path)
     text, _ = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, text[-3000:]
-    assert f"resuming run {job.id} at step {meta['done']} of 120000" in text and not resume.exists()
+    assert f"resuming run {job.id} at step {meta['done']} of {LONG_STEPS}" in text and not resume.exists()
     assert_same_stores(reference, store)
-    assert read_store(store).attrs["steps_trained"] == 120000
+    assert read_store(store).attrs["steps_trained"] == LONG_STEPS
