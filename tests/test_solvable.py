@@ -4,6 +4,10 @@ s or the reduction to w = Wx."""
 
 from __future__ import annotations
 
+import functools
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -14,27 +18,39 @@ N, D = 20, 3
 
 def _rk4_flow(u0, w_mat0, x, y, kappa, eta_u, eta_w, t_max, dt, every):
     """(times, u (T, N), W (T, N, D)) of u̇ = −η_u ∂L/∂u, Ẇ = −η_W ∂L/∂W for L = (1/2P)Σ(κuᵀWx_μ − y_μ)²
-    on (P, D) inputs, by classical RK4 with step dt, recorded every ``every`` (rounded to whole steps)."""
+    on (P, D) inputs, by classical RK4 with step dt, recorded every ``every`` (rounded to whole steps)
+    up to ``t_max``: the steps run as one compiled loop (a Python loop over NumPy took 150 µs a step)."""
+    stride, steps = round(every / dt), round(t_max / dt)
+    u0, w_mat0 = np.array(u0, dtype=np.float64), np.array(w_mat0, dtype=np.float64)
+    us, ws = _rk4_records(u0, w_mat0, np.asarray(x, np.float64), np.asarray(y, np.float64), kappa, eta_u, eta_w,
+                          dt, stride, records=steps // stride)
+    return (stride * dt * np.arange(steps // stride + 1), np.concatenate([u0[None], np.asarray(us)]),
+            np.concatenate([w_mat0[None], np.asarray(ws)]))
+
+
+@functools.partial(jax.jit, static_argnames="records")
+def _rk4_records(u, w_mat, x, y, kappa, eta_u, eta_w, dt, stride, records):
+    """u and W after each of ``records`` times ``stride`` RK4 steps of :func:`_rk4_flow`'s flow."""
 
     def velocity(u, w_mat):
         h = w_mat @ x.T  # (N, P)
         g = kappa * (kappa * u @ h - y) / len(x)  # κ(f_μ − y_μ)/P
-        return -eta_u * h @ g, -eta_w * np.outer(u, g @ x)
+        return -eta_u * h @ g, -eta_w * jnp.outer(u, g @ x)
 
-    stride, steps = round(every / dt), round(t_max / dt)
-    u, w_mat = np.array(u0, dtype=np.float64), np.array(w_mat0, dtype=np.float64)
-    us, ws = [u], [w_mat]
-    for k in range(1, steps + 1):
+    def step(_, state):
+        u, w_mat = state
         k1 = velocity(u, w_mat)
         k2 = velocity(u + 0.5 * dt * k1[0], w_mat + 0.5 * dt * k1[1])
         k3 = velocity(u + 0.5 * dt * k2[0], w_mat + 0.5 * dt * k2[1])
         k4 = velocity(u + dt * k3[0], w_mat + dt * k3[1])
-        u = u + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
-        w_mat = w_mat + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
-        if k % stride == 0:
-            us.append(u)
-            ws.append(w_mat)
-    return stride * dt * np.arange(len(us)), np.array(us), np.array(ws)
+        return (u + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]),
+                w_mat + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]))
+
+    def record(state, _):
+        state = jax.lax.fori_loop(0, stride, step, state)
+        return state, state
+
+    return jax.lax.scan(record, (u, w_mat), length=records)[1]
 
 
 def _unit(rng, d):
