@@ -198,13 +198,13 @@ def run_snakemake(workdir: Path, *, config: dict | None = None, targets: list[st
     return sorted(os.path.relpath(f, workdir) if os.path.isabs(f) else f for f in updated)
 
 
-def dry_run(workdir: Path, *, config: dict | None = None) -> list[str]:
+def dry_run(workdir: Path) -> list[str]:
     """``snakemake -n`` in ``workdir``, in this process: the outputs of the jobs a run would make
     (Snakemake's dry-run executor)."""
     from snakemake.settings.types import DAGSettings
 
     outputs: list[str] = []
-    with snakemake_workflow(workdir, config=config, cores=1, quiet=("all",)) as workflow:
+    with snakemake_workflow(workdir, cores=1, quiet=("all",)) as workflow:
         workflow.dag(DAGSettings()).execute_workflow(executor="dryrun", updated_files=outputs)
     return outputs
 

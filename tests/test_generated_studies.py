@@ -145,8 +145,6 @@ def _job_ids(workdir: Path, name: str) -> set[str]:
             | {job.id for job in plan.finals.values()})
 
 
-
-
 def check_study_set(studies: list[DrawnStudy], workdir: Path) -> None:
     for study in studies:
         study.write(workdir / "specs")
