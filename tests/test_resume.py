@@ -260,8 +260,8 @@ def test_job_process_killed_mid_training_resumes(tmp_path, monkeypatch, capfd, n
 LONG_STEPS = 80000
 """The steps of :data:`LONG`: about 9 s of training on a 2-core machine (9000 steps/s). A signal 2 CPU
 seconds after its job starts stops it at the end of its first or second piece (the driver's pieces last
-about ``PIECE_SECONDS`` however fast the machine): at steps 11000–30000 in four runs there, so a machine
-up to 2.5× as fast still stops it between the checkpoints."""
+about ``PIECE_SECONDS`` however fast the machine): at steps 11000–30000 in six runs there (one under
+another process's load), so a machine up to 2.5× as fast still stops it between the checkpoints."""
 
 # One run that trains for seconds between its two checkpoints, 0 and LONG_STEPS (GD in float64: bit-identical on resume).
 LONG = """\
