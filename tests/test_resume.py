@@ -350,6 +350,7 @@ def test_a_signal_to_snakemake_stops_training_in_its_job_thread_and_the_rerun_re
     said = re.search(rf"{name} at step (\d+) of {LONG_STEPS}; its state is saved", log.read_text())
     meta = snapshot.read(resume).meta
     assert said and meta["done"] == int(said.group(1)) and meta["index"] == 1, text[-3000:]
+    assert "Traceback" not in log.read_text()  # a preemption is logged as its message
     assert 0 < meta["done"] < LONG_STEPS and stopped < 30, (meta["done"], stopped)  # between checkpoints 0 and LONG_STEPS
     rerun = snakemake_run(tmp_path)
     text, _ = rerun.communicate(timeout=600)

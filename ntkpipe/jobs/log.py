@@ -13,6 +13,7 @@ from pathlib import Path
 import jax
 
 from ntkpipe.compilation_cache import defer_writes
+from ntkpipe.errors import NtkpipeError
 
 
 def start_job() -> None:
@@ -34,8 +35,10 @@ def start_job() -> None:
 
 
 def logged(path: str | Path, job, *args):
-    """``job(*args)`` with its start, and its duration or its traceback, in ``path`` (the rule's
-    ``log:``; on a cluster the job's terminal is gone, so the log is where a failure is read). The
+    """``job(*args)`` with its start, and its duration or why it failed, in ``path`` (the rule's
+    ``log:``; on a cluster the job's terminal is gone, so the log is where a failure is read): the
+    message of an error raised on purpose (:class:`~ntkpipe.errors.NtkpipeError`: a preemption, a
+    missing data file, a damaged store), the traceback of any other. The
     last argument, the job's output path, names it. The job runs under :func:`start_job`."""
     start_job()
     path = Path(path)
@@ -47,8 +50,9 @@ def logged(path: str | Path, job, *args):
         log.flush()
         try:
             result = job(*args)
-        except BaseException:
-            log.write(traceback.format_exc())
+        except BaseException as error:
+            on_purpose = isinstance(error, NtkpipeError)  # its message names the cause and the fix
+            log.write(f"{type(error).__name__}: {error}\n" if on_purpose else traceback.format_exc())
             log.write(f"{what}: failed after {time.perf_counter() - tic:.1f} s\n")
             raise
         log.write(f"{what}: done in {time.perf_counter() - tic:.1f} s\n")

@@ -37,6 +37,7 @@ import equinox as eqx
 import numpy as np
 
 from ntkpipe.data import Dataset
+from ntkpipe.errors import NtkpipeError
 from ntkpipe.lang.model_kinds import MODEL_KINDS
 from ntkpipe.lang.schema import CheckpointSpec, RunSpec, TrainSpec
 from ntkpipe.progress import Progress
@@ -195,7 +196,7 @@ without pieces), so that a stop request (SIGTERM, SIGINT) ends the run within ab
 end of the piece, with its state saved there. Splitting changes no number (``Stepper.splits``)."""
 
 
-class Preempted(RuntimeError):
+class Preempted(NtkpipeError, RuntimeError):
     """The run received SIGTERM (Slurm sends it before preemption and at the time limit) or SIGINT:
     its state is saved, and the next attempt resumes from it."""
 
